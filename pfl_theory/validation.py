@@ -1,0 +1,76 @@
+"""Input validation shared by every module: clear ``ValueError`` messages, never a silent
+wrong number.  Each helper returns the validated value (as float/int) so it can be used
+inline: ``lam = positive("lam", lam)``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def _finite(name: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def positive(name: str, value: Any) -> float:
+    """``value > 0`` (finite)."""
+    v = _finite(name, value)
+    if v <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return v
+
+
+def nonnegative(name: str, value: Any) -> float:
+    """``value >= 0`` (finite)."""
+    v = _finite(name, value)
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return v
+
+
+def in_open_unit(name: str, value: Any) -> float:
+    """``0 < value < 1`` (e.g. a confidence parameter δ)."""
+    v = _finite(name, value)
+    if not 0 < v < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+    return v
+
+
+def in_range(name: str, value: Any, lo: float, hi: float, *, closed: bool = True) -> float:
+    """``lo <= value <= hi`` (or strict when ``closed=False``)."""
+    v = _finite(name, value)
+    ok = lo <= v <= hi if closed else lo < v < hi
+    if not ok:
+        br = "[]" if closed else "()"
+        raise ValueError(f"{name} must lie in {br[0]}{lo}, {hi}{br[1]}, got {value!r}")
+    return v
+
+
+def positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
+    """An integer ``>= minimum`` (bools and non-integral floats are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def finite_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndarray:
+    """A float64 numpy array with no NaN/inf (and the given number of dimensions)."""
+    arr = np.asarray(value, dtype=np.float64)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr

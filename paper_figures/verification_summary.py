@@ -1,0 +1,130 @@
+"""Figure: verdicts of the verification suite per paper (stacked bars HOLDS/FAILS/ERROR).
+
+Not a figure of any paper — a one-glance summary of ``pflt verify``: for each paper, how
+many of its registered claims the measurements support, refute, or could not test.
+
+Source of the verdicts, first that exists:
+
+1. the ``results.json`` named by the environment variable ``PFLT_RESULTS_JSON`` (a file, or
+   a directory containing ``results.json``);
+2. the most recently written ``results.json`` under ``out_dir`` or in ``./verify_out``;
+3. otherwise a fresh run of the cheap part of the suite: every check of kind ``identity`` at
+   its quick size with the given seed, written to ``out_dir/verification_summary_run``.
+
+Files: ``verification_summary.png`` and ``verification_summary.csv`` (columns
+``paper, HOLDS, FAILS, ERROR, total, reconstructed``; one row per paper, the plotted data).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ENV_VAR = "PFLT_RESULTS_JSON"
+VERDICTS = ("HOLDS", "FAILS", "ERROR")
+COLORS = {"HOLDS": "#2e7d32", "FAILS": "#ef6c00", "ERROR": "#c62828"}
+
+
+def find_results(out_dir: Path) -> Path | None:
+    """The results.json to summarise (see the module docstring), or ``None``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env)
+        path = path / "results.json" if path.is_dir() else path
+        if not path.is_file():
+            raise FileNotFoundError(f"{ENV_VAR}={env!r}: no results.json there")
+        return path
+    candidates = [p for p in Path(out_dir).rglob("results.json") if p.is_file()]
+    default = Path("verify_out") / "results.json"
+    if default.is_file():
+        candidates.append(default)
+    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
+def load_counts(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per-paper verdict counts from a results.json (validated) and its run metadata."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    checks = data.get("checks") if isinstance(data, dict) else None
+    if not isinstance(checks, list):
+        raise ValueError(f"{path}: not a pflt verify results.json (no 'checks' list)")
+    counts: dict[str, Counter] = {}
+    reconstructed: Counter = Counter()
+    for entry in checks:
+        if not isinstance(entry, dict) or entry.get("verdict") not in VERDICTS:
+            raise ValueError(f"{path}: malformed check entry {entry!r}")
+        paper = str(entry.get("paper") or "?")
+        if entry.get("kind") == "import":  # a check module that failed to import
+            paper = "(broken check modules)"
+        counts.setdefault(paper, Counter())[entry["verdict"]] += 1
+        reconstructed[paper] += bool(entry.get("reconstructed"))
+    rows = [{"paper": paper, **{v: c[v] for v in VERDICTS}, "total": sum(c.values()),
+             "reconstructed": reconstructed[paper]} for paper, c in sorted(counts.items())]
+    meta = {"size": data.get("size", "?"), "seeds": data.get("seeds", []),
+            "time": (data.get("environment") or {}).get("time_utc", "?")}
+    return rows, meta
+
+
+def _fresh_run(out_dir: Path, seed: int) -> Path:
+    from verification import runner
+
+    checks, import_errors = runner.load_checks()
+    chosen = runner.select(checks, kinds=["identity"])
+    run_dir = Path(out_dir) / "verification_summary_run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runner.clear_previous(run_dir)
+    suite = runner.run_suite(chosen, size="quick", seeds=[seed], out_dir=run_dir,
+                             progress=False, import_errors=import_errors)
+    results_path, _ = runner.write_outputs(suite, run_dir)
+    return results_path
+
+
+def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
+    """Draw the per-paper verdict bars; returns ``[png, csv]``. ``quick`` does not change
+    the drawing (a fresh run is always at quick size); ``seed`` only matters for it."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = find_results(out_dir)
+    if source is None:
+        source = _fresh_run(out_dir, seed)
+    rows, meta = load_counts(source)
+
+    csv_path = out_dir / "verification_summary.csv"
+    with csv_path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["paper", *VERDICTS, "total", "reconstructed"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+    fig, ax = plt.subplots(figsize=(8.5, 1.2 + 0.55 * max(len(rows), 1)))
+    papers = [r["paper"] for r in rows]
+    left = [0] * len(rows)
+    for verdict in VERDICTS:
+        values = [r[verdict] for r in rows]
+        ax.barh(papers, values, left=left, color=COLORS[verdict], label=verdict)
+        for i, v in enumerate(values):
+            if v:
+                ax.text(left[i] + v / 2, i, str(v), ha="center", va="center", color="white",
+                        fontsize=9)
+        left = [a + b for a, b in zip(left, values)]
+    if not rows:
+        ax.text(0.5, 0.5, "no checks in this run", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.invert_yaxis()
+    ax.set_xlabel("number of checks")
+    total = {v: sum(r[v] for r in rows) for v in VERDICTS}
+    ax.set_title(f"pflt verify ({meta['size']}, seeds {len(meta['seeds'])}): "
+                 f"{total['HOLDS']} HOLD, {total['FAILS']} FAIL, {total['ERROR']} ERROR",
+                 fontsize=10)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+    png_path = out_dir / "verification_summary.png"
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+    return [png_path, csv_path]

@@ -1,0 +1,80 @@
+"""``pflt verify``: run the registered numerical checks and report.
+
+Examples::
+
+    pflt verify --quick                 # every check at its quick size (the main job)
+    pflt verify --only 'pfedme.*' --seeds 3 --out verify_pfedme
+    pflt verify --list                  # what is registered, nothing is run
+
+The default size is **full** (each check's ``full`` parameters); ``--quick`` uses each
+check's ``quick`` parameters (well under 10 s per check). Outputs go to ``--out``
+(default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the previous run's
+outputs there are replaced. Exit code 0 when every check ran (HOLDS or FAILS — a FAILS is a
+finding about the paper or our reading of it, not a crash), 1 if any check ended in ERROR,
+2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pfl_theory.cli import UserError
+
+from verification.registry import KINDS
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "verify", help="run the numerical checks of the papers' claims and write a report",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="size", action="store_const", const="quick",
+                      help="run each check at its quick size (minutes in total)")
+    size.add_argument("--full", dest="size", action="store_const", const="full",
+                      help="run each check at its full size (the default)")
+    p.set_defaults(size="full")
+    p.add_argument("--only", metavar="PATTERN", action="append", default=None,
+                   help="run only checks whose id matches this glob (fnmatch, e.g. "
+                   "'pfedme.*'); repeat or separate by commas for several patterns")
+    p.add_argument("--kind", metavar="KIND", action="append", choices=KINDS, default=None,
+                   help=f"run only checks of this kind (repeatable): {', '.join(KINDS)}")
+    p.add_argument("--seeds", metavar="N", type=int, default=1,
+                   help="run every check with seeds 0..N-1 and aggregate (worst verdict "
+                   "wins); default 1")
+    p.add_argument("--out", metavar="DIR", type=Path, default=Path("verify_out"),
+                   help="output directory for report.md, results.json and figures "
+                   "(default: verify_out)")
+    p.add_argument("--list", action="store_true",
+                   help="list the registered checks (after --only/--kind) and exit")
+    p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    p.set_defaults(func=run)
+
+
+def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
+    from verification import runner
+
+    checks, import_errors = runner.load_checks()
+    chosen = runner.select(checks, only=only, kinds=kinds)
+    width = max([len(c.id) for c in chosen] + [2])
+    print(f"{'id'.ljust(width)}  {'kind':<10}  R  paper — reference")
+    for c in chosen:
+        flag = "R" if c.reconstructed else " "
+        print(f"{c.id.ljust(width)}  {c.kind:<10}  {flag}  {c.paper} — {c.reference}")
+    print(f"{len(chosen)} check(s); R = tests a RECONSTRUCTED formula")
+    for module, error in import_errors.items():
+        print(f"import.{module}: module failed to import: {error}")
+    return 1 if import_errors else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from verification import runner
+
+    if args.seeds < 1:
+        raise UserError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.list:
+        return list_checks(args.only, args.kind)
+    suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
+                                  seeds=args.seeds, out_dir=args.out,
+                                  progress=not args.no_progress)
+    return suite.exit_code

@@ -1,0 +1,153 @@
+"""The algorithm contract, the one registry, and small helpers on batched parameters.
+
+An algorithm is a frozen dataclass of hyper-parameters (validated in ``__post_init__``)
+with three methods:
+
+* ``init(federation, model, seed) -> State`` — the initial state;
+* ``round(state, federation, model) -> State`` — communication round ``t = state.round``,
+  returning a *new* state with ``round = t + 1`` (no hidden mutation, so runs can be replayed, checkpointed and compared);
+* ``evaluated(state) -> dict[str, Params]`` — the models to evaluate, each under its own
+  name (``personalized``, ``global``, ``local``, …), each with leading dimension N.
+
+Optionally ``diagnostics(state, federation, model) -> dict[str, float]`` reports the
+quantities the theorems talk about. Per-round randomness comes from
+:func:`round_generator` ``(state.seed, t, stream)``, so a round is reproducible on its own.
+
+Register with ``@register("name")``; :func:`get_algorithm` looks names up, with a clear
+error listing the registered ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+Params = dict[str, torch.Tensor]
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator adding an algorithm under ``name``."""
+    def deco(cls: type) -> type:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"algorithm {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+    return deco
+
+
+def registry() -> dict[str, type]:
+    """All registered algorithms: imports every module of :mod:`algorithms` once."""
+    import importlib
+    import pkgutil
+
+    import algorithms
+
+    for info in pkgutil.iter_modules(algorithms.__path__):
+        importlib.import_module(f"algorithms.{info.name}")
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_algorithm(name: str) -> type:
+    reg = registry()
+    if name not in reg:
+        raise ValueError(f"unknown algorithm {name!r}; registered: {', '.join(reg)}")
+    return reg[name]
+
+
+def hyperparameters(cls: type) -> list[dataclasses.Field]:
+    """The hyper-parameter fields of an algorithm class (with ``metadata['help']``)."""
+    return [f for f in dataclasses.fields(cls) if f.init]
+
+
+def hp(default: Any, help: str) -> Any:
+    """A documented hyper-parameter field."""
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class State:
+    """Generic algorithm state: named parameter dicts, named tensors, and the round.
+
+    ``models`` holds parameter dicts (e.g. ``global`` ``[1, ...]``, ``personalized``
+    ``[N, ...]``); ``tensors`` other arrays (assignments, weights, …)."""
+
+    round: int
+    seed: int
+    models: dict[str, Params]
+    tensors: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def replace(self, **changes) -> "State":
+        return dataclasses.replace(self, **changes)
+
+    def next(self, models: dict[str, Params], tensors: dict[str, torch.Tensor] | None = None
+             ) -> "State":
+        """The state of the following round."""
+        return State(self.round + 1, self.seed, models, self.tensors if tensors is None else tensors)
+
+    def generator(self, stream: int = 0) -> torch.Generator:
+        """This round's CPU generator for ``stream``."""
+        return round_generator(self.seed, self.round, stream)
+
+    def is_finite(self) -> bool:
+        return all(bool(torch.isfinite(v).all()) for p in self.models.values()
+                   for v in p.values()) and all(
+            bool(torch.isfinite(v).all()) for v in self.tensors.values()
+            if v.is_floating_point())
+
+
+def round_generator(seed: int, t: int, stream: int = 0) -> torch.Generator:
+    """A CPU generator for round ``t`` of a run with ``seed`` (independent streams)."""
+    return torch.Generator().manual_seed((int(seed) * 1_000_003 + int(t)) * 7 + int(stream))
+
+
+# ---- helpers on parameter dicts ------------------------------------------------------
+
+def tmap(fn: Callable[..., torch.Tensor], *trees: Params) -> Params:
+    """Apply ``fn`` leaf-wise to dicts with the same keys."""
+    return {k: fn(*(t[k] for t in trees)) for k in trees[0]}
+
+
+def broadcast(params: Params, n: int) -> Params:
+    """``[1, ...]`` → ``[n, ...]`` copies."""
+    return {k: v.expand(n, *v.shape[1:]).clone() for k, v in params.items()}
+
+
+def select(params: Params, index: torch.Tensor) -> Params:
+    return {k: v[index] for k, v in params.items()}
+
+
+def weighted_mean(params: Params, weights: torch.Tensor) -> Params:
+    """``Σ_i w_i θ_i / Σ_i w_i`` over the leading dimension → ``[1, ...]``."""
+    w = weights.to(next(iter(params.values())).dtype)
+    w = w / w.sum()
+    return {k: torch.tensordot(w, v, dims=1).unsqueeze(0) for k, v in params.items()}
+
+
+def sq_distance(a: Params, b: Params) -> torch.Tensor:
+    """Per-row squared Euclidean distance ``‖a_i − b_i‖²`` (b may be ``[1, ...]``)."""
+    return sum(((a[k] - b[k]) ** 2).flatten(1).sum(1) for k in a)
+
+
+def flatten(params: Params) -> torch.Tensor:
+    """``[N, d]`` concatenation of all parameters (for clustering, distances)."""
+    return torch.cat([v.flatten(1) for v in params.values()], dim=1)
+
+
+def unflatten(flat: torch.Tensor, like: Params) -> Params:
+    out, start = {}, 0
+    for k, v in like.items():
+        size = v[0].numel()
+        out[k] = flat[:, start:start + size].reshape(flat.shape[0], *v.shape[1:])
+        start += size
+    return out
+
+
+def sample_clients(n: int, s: int, gen: torch.Generator) -> torch.Tensor:
+    """``s`` distinct clients uniformly at random, sorted (CPU)."""
+    return torch.sort(torch.randperm(n, generator=gen)[:s]).values

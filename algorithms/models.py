@@ -1,0 +1,196 @@
+"""Batched models: the client is the leading dimension of every parameter.
+
+A model's parameters are a dict ``{name: Tensor[N, ...]}``; ``forward(params, x)`` maps
+inputs ``x[N, B, ...]`` to logits ``[N, B, C]`` with one set of tensor ops for all N
+clients (``baddbmm`` for dense layers, grouped convolution for the CNN).  The same code
+serves ``N = 1``.  ``layers`` lists the parameter names of each layer in forward order
+(used by layer-wise algorithms: PPFE stages, FedRep heads, PLGU scores).
+
+* ``MLR`` — multinomial logistic regression (pFedMe §5, CGPFL §5), optional ℓ2 term
+  ``l2/2 ‖W‖²`` added to the loss (biases not regularised).
+* ``DNN`` — one hidden layer with ReLU (pFedMe: 20 hidden units on Synthetic, 100 on MNIST;
+  CGPFL: 128).
+* ``CNN`` — 2 conv (5×5, ReLU, 2×2 max-pool) + 2 fully connected layers (CGPFL on CIFAR).
+
+Initialisation follows ``torch.nn.Linear``/``Conv2d`` defaults (uniform ±1/√fan_in),
+drawn from an explicit CPU generator, so the same seed gives the same model on any device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from pfl_theory.validation import nonnegative, positive_int
+
+Params = dict[str, torch.Tensor]
+
+
+def _uniform(shape, fan_in: int, gen: torch.Generator) -> torch.Tensor:
+    bound = 1.0 / math.sqrt(fan_in)
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+
+
+def _dense(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.baddbmm(b.unsqueeze(1), x, w)
+
+
+class Model:
+    """Interface: ``init``, ``forward``, ``layers``; plus the shared loss helpers."""
+
+    layers: list[list[str]]
+    l2: float = 0.0
+
+    def init_single(self, gen: torch.Generator) -> Params:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, params: Params, x: torch.Tensor) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    def init(self, num: int, *, seed: int = 0, device=None, dtype=torch.float32,
+             same: bool = True) -> Params:
+        """Parameters for ``num`` copies ``[num, ...]``; identical copies when ``same``
+        (a global model broadcast), otherwise ``num`` independent draws."""
+        gen = torch.Generator().manual_seed(seed)
+        draws = [self.init_single(gen) for _ in range(1 if same else num)]
+        return {k: torch.stack([d[k] for d in draws]).expand(num, *draws[0][k].shape)
+                .to(device=device, dtype=dtype).clone() for k in draws[0]}
+
+    def per_client_loss(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy per client ``[N]`` (+ the ℓ2 term when ``l2 > 0``)."""
+        logits = self.forward(params, x)
+        n, b, c = logits.shape
+        ce = F.cross_entropy(logits.reshape(n * b, c), y.reshape(n * b), reduction="none")
+        loss = ce.view(n, b).mean(1)
+        if self.l2 > 0:
+            reg = sum((params[k] ** 2).flatten(1).sum(1) for k in params if k.endswith("weight"))
+            loss = loss + 0.5 * self.l2 * reg
+        return loss
+
+    def grad(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        """Per-client gradients of the per-client mean loss, and the losses ``[N]``.
+
+        Clients' parameters are independent, so the gradient of the *sum* of per-client
+        losses is each client's own gradient — one backward pass for all clients."""
+        with torch.enable_grad():
+            leaves = {k: v.detach().requires_grad_(True) for k, v in params.items()}
+            loss = self.per_client_loss(leaves, x, y)
+            grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
+        return dict(zip(leaves.keys(), grads)), loss.detach()
+
+
+@dataclass
+class MLR(Model):
+    """Multinomial logistic regression ``softmax(x W + b)``."""
+
+    dim: int
+    num_classes: int
+    l2: float = 0.0
+
+    def __post_init__(self):
+        positive_int("dim", self.dim)
+        positive_int("num_classes", self.num_classes, minimum=2)
+        nonnegative("l2", self.l2)
+        self.layers = [["fc.weight", "fc.bias"]]
+
+    def init_single(self, gen):
+        return {"fc.weight": _uniform((self.dim, self.num_classes), self.dim, gen),
+                "fc.bias": _uniform((self.num_classes,), self.dim, gen)}
+
+    def forward(self, params, x):
+        return _dense(x.flatten(2), params["fc.weight"], params["fc.bias"])
+
+
+@dataclass
+class DNN(Model):
+    """One hidden layer with ReLU: ``softmax(relu(x W1 + b1) W2 + b2)``."""
+
+    dim: int
+    num_classes: int
+    hidden: int = 20
+    l2: float = 0.0
+
+    def __post_init__(self):
+        positive_int("dim", self.dim)
+        positive_int("num_classes", self.num_classes, minimum=2)
+        positive_int("hidden", self.hidden)
+        nonnegative("l2", self.l2)
+        self.layers = [["fc1.weight", "fc1.bias"], ["fc2.weight", "fc2.bias"]]
+
+    def init_single(self, gen):
+        return {"fc1.weight": _uniform((self.dim, self.hidden), self.dim, gen),
+                "fc1.bias": _uniform((self.hidden,), self.dim, gen),
+                "fc2.weight": _uniform((self.hidden, self.num_classes), self.hidden, gen),
+                "fc2.bias": _uniform((self.num_classes,), self.hidden, gen)}
+
+    def forward(self, params, x):
+        h = torch.relu(_dense(x.flatten(2), params["fc1.weight"], params["fc1.bias"]))
+        return _dense(h, params["fc2.weight"], params["fc2.bias"])
+
+
+@dataclass
+class CNN(Model):
+    """2 conv (5×5, ReLU, max-pool 2) + 2 FC layers, batched by grouped convolution."""
+
+    in_channels: int
+    image_size: int
+    num_classes: int
+    channels: tuple[int, int] = (6, 16)
+    hidden: int = 64
+    l2: float = 0.0
+
+    def __post_init__(self):
+        positive_int("in_channels", self.in_channels)
+        positive_int("num_classes", self.num_classes, minimum=2)
+        side = (positive_int("image_size", self.image_size, minimum=12) - 4) // 2
+        side = (side - 4) // 2
+        if side < 1:
+            raise ValueError(f"image_size {self.image_size} too small for two 5x5 conv+pool")
+        self.flat = self.channels[1] * side * side
+        self.layers = [["conv1.weight", "conv1.bias"], ["conv2.weight", "conv2.bias"],
+                       ["fc1.weight", "fc1.bias"], ["fc2.weight", "fc2.bias"]]
+
+    def init_single(self, gen):
+        c0, (c1, c2) = self.in_channels, self.channels
+        return {"conv1.weight": _uniform((c1, c0, 5, 5), c0 * 25, gen),
+                "conv1.bias": _uniform((c1,), c0 * 25, gen),
+                "conv2.weight": _uniform((c2, c1, 5, 5), c1 * 25, gen),
+                "conv2.bias": _uniform((c2,), c1 * 25, gen),
+                "fc1.weight": _uniform((self.flat, self.hidden), self.flat, gen),
+                "fc1.bias": _uniform((self.hidden,), self.flat, gen),
+                "fc2.weight": _uniform((self.hidden, self.num_classes), self.hidden, gen),
+                "fc2.bias": _uniform((self.num_classes,), self.hidden, gen)}
+
+    @staticmethod
+    def _grouped_conv(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
+        # h: [B, N*Cin, H, W]; w: [N, Cout, Cin, k, k] -> [B, N*Cout, H', W']
+        out = F.conv2d(h, w.reshape(-1, *w.shape[2:]), b.reshape(-1), groups=n)
+        return F.max_pool2d(torch.relu(out), 2)
+
+    def forward(self, params, x):
+        n, b = x.shape[:2]
+        h = x.reshape(n, b, self.in_channels, self.image_size, self.image_size)
+        h = h.transpose(0, 1).reshape(b, n * self.in_channels, self.image_size, self.image_size)
+        h = self._grouped_conv(h, params["conv1.weight"], params["conv1.bias"], n)
+        h = self._grouped_conv(h, params["conv2.weight"], params["conv2.bias"], n)
+        h = h.reshape(b, n, self.flat).transpose(0, 1)
+        h = torch.relu(_dense(h, params["fc1.weight"], params["fc1.bias"]))
+        return _dense(h, params["fc2.weight"], params["fc2.bias"])
+
+
+def build_model(name: str, federation, *, hidden: int | None = None, l2: float = 0.0) -> Model:
+    """The model ``mlr|dnn|cnn`` sized for ``federation``'s features and classes."""
+    feat = federation.feature_shape
+    c = federation.num_classes
+    if name == "mlr":
+        return MLR(int(torch.tensor(feat).prod()), c, l2=l2)
+    if name == "dnn":
+        return DNN(int(torch.tensor(feat).prod()), c, hidden=hidden or 20, l2=l2)
+    if name == "cnn":
+        if len(feat) != 3 or feat[1] != feat[2]:
+            raise ValueError(f"the CNN needs square image features [C, H, H], got {list(feat)}")
+        return CNN(feat[0], feat[1], c, hidden=hidden or 64, l2=l2)
+    raise ValueError(f"unknown model {name!r}; choose mlr, dnn or cnn")

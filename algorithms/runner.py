@@ -1,0 +1,136 @@
+"""The one runner: ``run(algorithm, federation, model, rounds=…)`` → :class:`RunResult`.
+
+Shows a progress bar, evaluates every ``eval_every`` rounds (and after the last), records
+per evaluated model (``personalized``, ``global``, ``local``, … as the algorithm names
+them): ``<name>_accuracy`` (sample-weighted, = total correct / total samples),
+``<name>_accuracy_mean`` / ``_low5`` / ``_top5`` (see :mod:`algorithms.evaluation`),
+``<name>_loss`` (test, weighted), ``<name>_train_loss``, the per-client accuracy vector
+``<name>_client_accuracy``, algorithm diagnostics, and wall time.  Writes
+``history.json`` (everything, plus the configuration) and ``history.csv`` (scalars) to
+``out_dir`` after every evaluation.  A non-finite state stops the run with
+:class:`NonFiniteError` naming the round; the history so far is kept and saved.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from algorithms.base import State
+from algorithms.evaluation import evaluate, summarize
+
+
+class NonFiniteError(RuntimeError):
+    """The run produced NaN/inf; ``round`` is the first bad round, ``history`` what was kept."""
+
+    def __init__(self, round_: int, history: "History"):
+        super().__init__(f"non-finite parameters after round {round_}: the run diverged "
+                         "(try a smaller learning rate); results so far are kept")
+        self.round = round_
+        self.history = history
+
+
+@dataclass
+class History:
+    config: dict[str, Any]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    def last(self) -> dict[str, Any]:
+        return self.entries[-1] if self.entries else {}
+
+    def series(self, key: str) -> list[Any]:
+        return [e[key] for e in self.entries if key in e]
+
+    def save(self, out_dir: str | Path) -> None:
+        """Write ``history.json`` and ``history.csv`` atomically (temp file + rename)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        _atomic_write(out / "history.json",
+                      json.dumps({"config": self.config, "entries": self.entries}, indent=1))
+        scalars = [k for k in (self.entries[0] if self.entries else {})
+                   if not isinstance(self.entries[0][k], (list, dict))]
+        tmp = out / "history.csv.tmp"
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=scalars, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(self.entries)
+        os.replace(tmp, out / "history.csv")
+
+
+@dataclass
+class RunResult:
+    history: History
+    state: State
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: bool = True
+                     ) -> dict[str, Any]:
+    """Metrics of every model the algorithm evaluates, at ``state``."""
+    entry: dict[str, Any] = {"round": state.round}
+    for name, params in algorithm.evaluated(state).items():
+        acc, loss = evaluate(model, params, federation.test)
+        s = summarize(acc, federation.test.counts)
+        w = federation.test.counts.double()
+        entry[f"{name}_accuracy"] = s["weighted"]
+        entry[f"{name}_accuracy_mean"] = s["mean"]
+        entry[f"{name}_accuracy_low5"] = s["low5"]
+        entry[f"{name}_accuracy_top5"] = s["top5"]
+        entry[f"{name}_loss"] = float((loss * w).sum() / w.sum())
+        if train_loss:
+            _, tl = evaluate(model, params, federation.train)
+            wt = federation.train.counts.double()
+            entry[f"{name}_train_loss"] = float((tl * wt).sum() / wt.sum())
+        entry[f"{name}_client_accuracy"] = [round(float(a), 6) for a in acc.cpu()]
+    if hasattr(algorithm, "diagnostics"):
+        entry.update(algorithm.diagnostics(state, federation, model))
+    return entry
+
+
+def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every: int = 1,
+        out_dir: str | Path | None = None, progress: bool = True, state: State | None = None,
+        train_loss: bool = True, config: dict[str, Any] | None = None) -> RunResult:
+    """Run ``rounds`` communication rounds (continuing from ``state`` when given)."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    if eval_every < 1:
+        raise ValueError(f"eval_every must be >= 1, got {eval_every}")
+    cfg = {"algorithm": getattr(algorithm, "name", type(algorithm).__name__),
+           "hyperparameters": dataclasses.asdict(algorithm), "federation": federation.name,
+           "num_clients": federation.num_clients, "model": type(model).__name__,
+           "rounds": rounds, "seed": seed, "eval_every": eval_every,
+           "device": str(federation.device), "dtype": str(federation.dtype), **(config or {})}
+    history = History(cfg)
+    state = algorithm.init(federation, model, seed) if state is None else state
+    start_wall = time.perf_counter()
+    bar = tqdm(range(state.round, rounds), desc=cfg["algorithm"], unit="round",
+               disable=not progress, dynamic_ncols=True)
+    for _ in bar:
+        state = algorithm.round(state, federation, model)
+        if not state.is_finite():
+            if out_dir is not None:
+                history.save(out_dir)
+            raise NonFiniteError(state.round, history)
+        if state.round % eval_every == 0 or state.round == rounds:
+            entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
+            entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
+            history.entries.append(entry)
+            first = next((k for k in entry if k.endswith("_accuracy")), None)
+            if first:
+                bar.set_postfix({first: f"{entry[first]:.4f}"})
+            if out_dir is not None:
+                history.save(out_dir)
+    return RunResult(history, state)

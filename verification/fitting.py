@@ -144,10 +144,10 @@ def fit_loglog(x: Any, y: Any, *, level: float = 0.95, n_boot: int = 2000, seed:
     else:
         method = "points"
         idx = rng.integers(0, m, size=(n_boot, m))
-        degenerate = np.array([np.unique(xs[row]).size < 2 for row in idx])
-        while degenerate.any():  # redraw resamples where the slope is undefined
+        degenerate = (xs[idx] == xs[idx[:, :1]]).all(axis=1)  # one distinct x: no slope
+        while degenerate.any():  # redraw those resamples
             idx[degenerate] = rng.integers(0, m, size=(int(degenerate.sum()), m))
-            degenerate = np.array([np.unique(xs[row]).size < 2 for row in idx])
+            degenerate = (xs[idx] == xs[idx[:, :1]]).all(axis=1)
         boot, _ = _ols(logx[idx], logy[0][idx])
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])

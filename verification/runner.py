@@ -140,7 +140,7 @@ def select(checks: dict[str, Check] | Iterable[Check], *,
             known = ", ".join(c.id for c in pool) or "(none registered)"
             raise ValueError(f"--only {pat!r} matches no check; known ids: {known}")
     kind_set = set(kinds or ())
-    return [c for c in pool
+    return [c for c in sorted(pool, key=lambda c: c.id)
             if (not patterns or any(fnmatch.fnmatchcase(c.id, p) for p in patterns))
             and (not kind_set or c.kind in kind_set)]
 
@@ -250,13 +250,12 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
     checks, import_errors = load_checks()
     for module, error in import_errors.items():
         print(f"warning: check module {module!r} failed to import: {error}", file=sys.stderr)
-    chosen = select(checks, only=only, kinds=kinds)
-    patterns = _split_patterns(only)
-    if patterns:  # show an import error only if its pseudo id is selected
-        import_errors = {m: e for m, e in import_errors.items()
-                         if any(fnmatch.fnmatchcase(f"import.{m}", p) for p in patterns)}
-    if kinds:
-        import_errors = {}
+    # a broken module is selectable as the pseudo check ``import.<module>``
+    pseudo = {f"import.{m}": _import_error_check(m, e)[0] for m, e in import_errors.items()}
+    chosen = select({**checks, **pseudo}, only=only, kinds=kinds)
+    import_errors = {m: e for m, e in import_errors.items()
+                     if any(c.id == f"import.{m}" for c in chosen)}
+    chosen = [c for c in chosen if c.kind != "import"]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_previous(out_dir)

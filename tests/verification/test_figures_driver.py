@@ -1,0 +1,171 @@
+"""Tests of paper_figures/driver.py, ``pflt figures`` and paper_figures/verification_summary.py
+(the figure tests live here with the other verification-machinery tests)."""
+
+from __future__ import annotations
+
+import csv
+import textwrap
+import uuid
+
+import pytest
+
+from paper_figures import driver, verification_summary
+from pfl_theory.cli import main
+from verification.registry import Outcome, check
+
+GOOD = """
+import matplotlib.pyplot as plt
+
+def make(out_dir, *, quick=False, seed=0):
+    n = 3 if quick else 10
+    xs = list(range(1, n + 1))
+    ys = [x * x + seed for x in xs]
+    fig, ax = plt.subplots()
+    ax.plot(xs, ys)
+    png, data = out_dir / "good.png", out_dir / "good.csv"
+    fig.savefig(png)
+    data.write_text("x,y\\n" + "".join(f"{x},{y}\\n" for x, y in zip(xs, ys)))
+    return [png, data]
+"""
+
+MODULES = {
+    "good": GOOD,
+    "bad": "def make(out_dir, *, quick=False, seed=0):\n    raise RuntimeError('kaputt')\n",
+    "nocsv": ("def make(out_dir, *, quick=False, seed=0):\n"
+              "    p = out_dir / 'nocsv.png'\n    p.write_bytes(b'x')\n    return [p]\n"),
+    "ghost": "def make(out_dir, *, quick=False, seed=0):\n    return [out_dir / 'none.png']\n",
+    "broken_import": "import module_that_does_not_exist_xyz\n",
+    "helper": "def not_make():\n    return 1\n",
+    "_private": "raise RuntimeError('must never be imported')\n",
+    "driver": "raise RuntimeError('a driver module is never treated as a figure')\n",
+}
+
+
+@pytest.fixture
+def fig_package(tmp_path, monkeypatch):
+    """A throw-away figure package (unique name, so no module cache is shared)."""
+    name = f"fakefigs_{uuid.uuid4().hex[:8]}"
+    root = tmp_path / "src" / name
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    for mod, code in MODULES.items():
+        (root / f"{mod}.py").write_text(textwrap.dedent(code))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.setattr(driver, "DEFAULT_PACKAGE", name)
+    return name
+
+
+def test_discover_skips_driver_private_and_helpers(fig_package):
+    found = driver.discover(fig_package)
+    assert sorted(found) == ["bad", "broken_import", "ghost", "good", "nocsv"]
+    assert callable(found["good"]) and isinstance(found["broken_import"], str)
+    assert "module_that_does_not_exist_xyz" in found["broken_import"]
+
+
+def test_run_figures_reports_each_failure_and_runs_the_rest(fig_package, tmp_path):
+    out = tmp_path / "figs"
+    results = {r.name: r for r in driver.run_figures(out_dir=out, quick=True, seed=4,
+                                                     progress=False)}
+    assert results["good"].ok and results["good"].error == ""
+    assert sorted(p.name for p in results["good"].files) == ["good.csv", "good.png"]
+    assert (out / "good.png").stat().st_size > 0
+    rows = list(csv.reader((out / "good.csv").open()))
+    assert rows == [["x", "y"], ["1", "5"], ["2", "8"], ["3", "13"]]  # quick: n=3, +seed 4
+    assert not results["bad"].ok and "RuntimeError: kaputt" in results["bad"].error
+    assert not results["nocsv"].ok and "no .csv" in results["nocsv"].error
+    assert not results["ghost"].ok and "do not exist" in results["ghost"].error
+    assert not results["broken_import"].ok
+    assert "import failed" in results["broken_import"].error
+    summary = driver.format_results(list(results.values()))
+    assert "5 figure module(s): 1 ok, 4 failed" in summary
+
+
+def test_only_filter_and_unknown_name(fig_package, tmp_path):
+    results = driver.run_figures(out_dir=tmp_path, only="go*", progress=False)
+    assert [r.name for r in results] == ["good"] and results[0].ok
+    with pytest.raises(ValueError, match="matches no figure module"):
+        driver.run_figures(out_dir=tmp_path, only=["nothing_like_this"], progress=False)
+
+
+def test_cli_exit_code_follows_failures(fig_package, tmp_path, capsys):
+    assert main(["figures", "--quick", "--out", str(tmp_path), "--no-progress"]) == 1
+    printed = capsys.readouterr().out
+    assert "FAILED  bad" in printed and "ok      good" in printed
+    assert main(["figures", "--only", "good", "--out", str(tmp_path / "g"),
+                 "--no-progress"]) == 0
+    assert (tmp_path / "g" / "good.png").is_file() and (tmp_path / "g" / "good.csv").is_file()
+    assert main(["figures", "--only", "zzz", "--out", str(tmp_path)]) == 2
+    assert main(["figures", "--list"]) == 0
+    assert "broken_import  (import failed" in capsys.readouterr().out
+
+
+def _read_csv(path):
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_verification_summary_from_results_json(fake_registry, tmp_path, monkeypatch):
+    for i, holds in enumerate([True, True, False]):
+        @check(f"fake.a{i}", paper="Paper A", reference="eq. (1)", kind="identity",
+               reconstructed=(i == 0))
+        def claim(ctx, holds=holds):
+            return Outcome(measured=1.0, theoretical=1.0, holds=holds)
+
+    @check("fake.b", paper="Paper B", reference="Lemma 1", kind="rate")
+    def broken(ctx):
+        raise RuntimeError("no")
+
+    run_dir = tmp_path / "verify_run"
+    assert main(["verify", "--quick", "--out", str(run_dir), "--no-progress"]) == 1
+    monkeypatch.setenv(verification_summary.ENV_VAR, str(run_dir))
+    files = verification_summary.make(tmp_path / "figs")
+    assert sorted(p.name for p in files) == ["verification_summary.csv",
+                                             "verification_summary.png"]
+    assert all(p.is_file() and p.stat().st_size > 0 for p in files)
+    rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
+    # expected counts by construction of the fake checks above
+    assert rows == [
+        {"paper": "Paper A", "HOLDS": "2", "FAILS": "1", "ERROR": "0", "total": "3",
+         "reconstructed": "1"},
+        {"paper": "Paper B", "HOLDS": "0", "FAILS": "0", "ERROR": "1", "total": "1",
+         "reconstructed": "0"},
+    ]
+
+
+def test_verification_summary_runs_identity_checks_when_no_results(fake_registry, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.delenv(verification_summary.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./verify_out here
+    seeds = []
+
+    @check("fake.identity", paper="Paper C", reference="eq. (5)", kind="identity")
+    def ident(ctx):
+        seeds.append((ctx.seed, ctx.size))
+        return Outcome(measured=0.0, theoretical=0.0, holds=True)
+
+    @check("fake.slow_rate", paper="Paper C", reference="Theorem 1", kind="rate")
+    def rate(ctx):  # must not run: the fallback only runs identity checks
+        raise AssertionError("rate check should not run")
+
+    files = verification_summary.make(tmp_path / "figs", quick=True, seed=3)
+    assert seeds == [(3, "quick")]
+    rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
+    assert rows == [{"paper": "Paper C", "HOLDS": "1", "FAILS": "0", "ERROR": "0",
+                     "total": "1", "reconstructed": "0"}]
+    assert all(p.is_file() for p in files)
+
+
+def test_verification_summary_rejects_foreign_json(tmp_path, monkeypatch):
+    bad = tmp_path / "results.json"
+    bad.write_text('{"something": 1}')
+    monkeypatch.setenv(verification_summary.ENV_VAR, str(bad))
+    with pytest.raises(ValueError, match="not a pflt verify results.json"):
+        verification_summary.make(tmp_path / "figs")
+    monkeypatch.setenv(verification_summary.ENV_VAR, str(tmp_path / "missing.json"))
+    with pytest.raises(FileNotFoundError):
+        verification_summary.make(tmp_path / "figs")
+
+
+def test_real_figure_modules_are_discovered():
+    found = driver.discover()
+    assert "verification_summary" in found and "driver" not in found

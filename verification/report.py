@@ -132,7 +132,7 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
         "HOLDS: the measurement agrees with the claim within the stated tolerance. "
         "FAILS: the measurement refutes the claim (a finding). ERROR: the check broke. "
         "With several seeds the verdict is the worst seed's, `(k/n)` = seeds that hold; "
-        "measured/theoretical values are seed 0's. R = tests a RECONSTRUCTED formula.", "",
+        "measured/theoretical values are the first seed's. R = tests a RECONSTRUCTED formula.", "",
         "| id | paper | reference | kind | R | measured | theoretical | verdict | detail "
         "| figures |",
         "|---|---|---|---|---|---|---|---|---|---|",

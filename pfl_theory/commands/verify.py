@@ -11,7 +11,7 @@ check's ``quick`` parameters (well under 10 s per check). Outputs go to ``--out`
 (default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the previous run's
 outputs there are replaced. Exit code 0 when every check ran (HOLDS or FAILS — a FAILS is a
 finding about the paper or our reading of it, not a crash), 1 if any check ended in ERROR,
-2 for a usage error.
+2 for a usage error. With ``--list``, exit 1 if a check module fails to import.
 """
 
 from __future__ import annotations

@@ -176,7 +176,9 @@ def prox(
     or ``"gd"`` (gradient descent with fixed ``step``; a client stops at the first iterate
     with ‖∇hᵢ‖² ≤ tol, exactly as eq. (8) prescribes — use this for Lemma 1 experiments).
     Assumption: h strongly convex (f convex, or L-smooth with λ > L). Warns
-    (``RuntimeWarning``) and reports ``converged=False`` if ``max_iter`` is reached.
+    (``RuntimeWarning``) and reports ``converged=False`` if ``max_iter`` is reached or
+    L-BFGS stalls: its line search compares loss values, so for O(1) losses it cannot go
+    much below ‖∇h‖² ≈ 1e-22 in float64 (use ``"gd"`` with a known step to go further).
     dtype/device follow ``w``; use float64 for checks against theory."""
     lam = positive("lam", lam)
     tol = positive("tol", tol)
@@ -212,7 +214,7 @@ def prox(
     if method == "gd":
         theta, iters, gsq = _gd(grad_h, theta, positive("step", step), tol, max_iter)
     else:
-        theta, iters, gsq = _lbfgs(h, grad_h, theta, tol, max_iter)
+        theta, iters, gsq = _lbfgs(h, grad_h, theta, tol, max_iter, lam)
     converged = bool((gsq <= tol).all())
     if not converged:
         warnings.warn(f"prox: max ||grad h||^2 = {float(gsq.max()):.3g} > tol = {tol:.3g} "
@@ -238,7 +240,7 @@ def _gd(grad_h, theta, step, tol, max_iter):
     return theta, max_iter, gsq
 
 
-def _lbfgs(h, grad_h, theta, tol, max_iter):
+def _lbfgs(h, grad_h, theta, tol, max_iter, lam):
     theta = theta.detach().clone().requires_grad_(True)
     n_el = theta.numel()
     opt = torch.optim.LBFGS([theta], lr=1.0, max_iter=50, history_size=20,
@@ -260,9 +262,39 @@ def _lbfgs(h, grad_h, theta, tol, max_iter):
         iters = int(opt.state[theta]["n_iter"])  # cumulative L-BFGS iterations
         gsq = (grad_h(theta) ** 2).sum(-1)
         stalls = stalls + 1 if float(gsq.max()) >= before else 0
-        if stalls >= 3:  # no progress: round-off floor reached
+        if stalls >= 3:  # no progress: the line search hit the loss round-off floor
             break
-    return theta.detach(), iters, gsq.detach()
+    theta = theta.detach()
+    if bool((gsq > tol).any()) and iters < max_iter:
+        theta, gsq, extra = _bb_polish(grad_h, theta, tol, max_iter - iters, lam)
+        iters += extra
+    return theta, iters, gsq.detach()
+
+
+def _bb_polish(grad_h, theta, tol, max_iter, lam):
+    """Gradient-only polishing after L-BFGS stalls: per-client Barzilai–Borwein steps
+    α_i = s_iᵀs_i / s_iᵀy_i (no loss values needed, so no round-off floor from the line
+    search); keeps each client's best iterate by ‖∇h_i‖²."""
+    g = grad_h(theta)
+    gsq = (g ** 2).sum(-1)
+    best, best_gsq = theta.clone(), gsq.clone()
+    alpha = torch.full_like(gsq, 0.1 / lam)  # safe first step: ∇²h ⪰ (λ − L)I, typically ≤ 2λ
+    for it in range(1, min(max_iter, 1000) + 1):
+        active = (best_gsq > tol)[:, None].to(g.dtype)
+        if not bool(active.any()):
+            return best, best_gsq, it - 1
+        step = alpha[:, None] * g * active
+        theta_new = theta - step
+        g_new = grad_h(theta_new)
+        s, y = -step, g_new - g
+        sy = (s * y).sum(-1)
+        alpha = torch.where(sy > 0, (s * s).sum(-1) / sy.clamp_min(1e-300), alpha)
+        theta, g = theta_new, g_new
+        gsq = (g ** 2).sum(-1)
+        better = gsq < best_gsq
+        best = torch.where(better[:, None], theta, best)
+        best_gsq = torch.where(better, gsq, best_gsq)
+    return best, best_gsq, min(max_iter, 1000)
 
 
 # ------------------------------------------------------------------------ Proposition 1

@@ -97,6 +97,8 @@ def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client
     if not c <= lo <= hi:
         raise ValueError(f"size_range=(lo, hi) needs classes_per_client={c} <= lo <= hi (every "
                          f"assigned class gets at least one sample), got {size_range!r}")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise ValueError(f"replace must be True or False, got {replace!r}")
     if class_assignment not in ("random", "cyclic"):
         raise ValueError(f"class_assignment must be 'random' or 'cyclic', got {class_assignment!r}")
     rng = _rng(seed)
@@ -120,7 +122,9 @@ def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client
             raise ValueError(
                 f"label-skew partition needs {int(demand[k])} samples of class {labels[k]} but "
                 f"the pool has {len(by_class[k])} (drawing without replacement); use a smaller "
-                f"size_range, fewer clients, or replace=True")
+                f"size_range, fewer clients, replace=True"
+                + (", or class_assignment='cyclic' (spreads clients evenly over the classes)"
+                   if class_assignment == "random" else ""))
     cursor = np.zeros(len(labels), dtype=np.int64)
     groups = []
     for i in range(n_clients):
@@ -142,8 +146,10 @@ def dirichlet_partition(x: Any, y: Any, *, num_clients: int, alpha: float, seed:
     clients and deal class ``k``'s ``n_k`` shuffled samples out with counts
     ``Multinomial(n_k, p_k)`` — every sample is used exactly once, and client ``i``'s expected
     share of each class is ``1/N`` with variance ``(1/N)(1 - 1/N)/(Nα + 1)`` (plus multinomial
-    noise).  This is the per-class form used in NIID-Bench (Li et al., 2022); the per-client
-    form of Hsu et al. (2019), ``q_i ~ Dir(α·p)``, is not implemented.
+    noise).  This is the per-class form of NIID-Bench (Li et al., ICDE 2022), with multinomial
+    counts instead of rounded cumulative proportions and without its cap on clients that
+    already hold ``n/N`` samples; the per-client form of Hsu et al. (2019),
+    ``q_i ~ Dir(α·p)`` with fixed client sizes, is not implemented.
 
     The whole draw is repeated until every client has at least ``min_size`` samples (default 2,
     so a 75/25 split leaves both parts non-empty); after ``max_tries`` failures a ``ValueError``

@@ -103,7 +103,7 @@ def test_label_skew_validation():
     bad = [dict(classes_per_client=4), dict(classes_per_client=0), dict(num_clients=0),
            dict(size_range=(6, 4)), dict(size_range=(1, 6)), dict(size_range=(0, 3)),
            dict(size_range=5), dict(size_range=(2.5, 6)), dict(class_assignment="round-robin"),
-           dict(seed=-1)]
+           dict(seed=-1), dict(replace="yes")]
     for override in bad:
         with pytest.raises(ValueError):
             label_skew_partition(x, y, **{**base, **override})

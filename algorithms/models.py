@@ -181,6 +181,29 @@ class CNN(Model):
         return _dense(h, params["fc2.weight"], params["fc2.bias"])
 
 
+@dataclass
+class QuadraticMean(Model):
+    """Client objective ``f_i(θ) = E_{x∼D_i} ½‖θ − x‖²`` (a strongly convex quadratic with
+    ``μ = L = 1`` whose minimiser is the client's data mean).  Used by theory checks and
+    tests (exact prox: ``θ̂ = (x̄_i + λw)/(1 + λ)``); it has no classes, so it is not
+    evaluated for accuracy.  Parameters ``{"theta": [N, dim]}``."""
+
+    dim: int
+
+    def __post_init__(self):
+        positive_int("dim", self.dim)
+        self.layers = [["theta"]]
+
+    def init_single(self, gen):
+        return {"theta": torch.zeros(self.dim, dtype=torch.float64)}
+
+    def forward(self, params, x):
+        return -((params["theta"][:, None, :] - x.flatten(2)) ** 2).sum(-1, keepdim=True)
+
+    def per_client_loss(self, params, x, y):
+        return 0.5 * ((params["theta"][:, None, :] - x.flatten(2)) ** 2).sum(-1).mean(1)
+
+
 def build_model(name: str, federation, *, hidden: int | None = None, l2: float = 0.0) -> Model:
     """The model ``mlr|dnn|cnn`` sized for ``federation``'s features and classes."""
     feat = federation.feature_shape

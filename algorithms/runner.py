@@ -128,7 +128,8 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
             entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
             entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
             history.entries.append(entry)
-            first = next((k for k in entry if k.endswith("_accuracy")), None)
+            first = next((k for k, v in entry.items()
+                          if k.endswith("_accuracy") and isinstance(v, float)), None)
             if first:
                 bar.set_postfix({first: f"{entry[first]:.4f}"})
             if out_dir is not None:

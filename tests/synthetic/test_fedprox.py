@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from synthetic import fedprox
+
+
+def test_golden_seed0_matches_independent_numpy_draws():
+    # Independent few-line re-implementation of the reference script's draw order.
+    rng = np.random.RandomState(0)
+    n = (rng.lognormal(4, 2, 5).astype(int) + 50) * 5
+    mean_w = rng.normal(0, 0.5, 5)
+    b = rng.normal(0, 0.5, 5)
+    mean_x = [rng.normal(b[i], 1, 8) for i in range(5)]
+    w0 = rng.normal(mean_w[0], 1, (8, 3))
+    b0 = rng.normal(mean_w[0], 1, 3)
+    cov = np.diag([(j + 1) ** -1.2 for j in range(8)])
+    x0 = rng.multivariate_normal(mean_x[0], cov, n[0])
+    xs, ys = fedprox.generate(0.5, 0.5, num_clients=5, dim=8, num_classes=3, seed=0)
+    assert [len(x) for x in xs] == list(n)
+    np.testing.assert_array_equal(xs[0], x0)
+    np.testing.assert_array_equal(ys[0], np.argmax(x0 @ w0 + b0, axis=1))
+
+
+def test_paper_setting_sizes_range_and_shapes():
+    xs, ys = fedprox.generate(0.5, 0.5, seed=0)
+    sizes = [len(x) for x in xs]
+    assert len(xs) == 100 and all(x.shape[1] == 60 for x in xs)
+    # every size is a multiple of 5 and at least (0 + 50) * 5
+    assert min(sizes) >= 250 and all(s % 5 == 0 for s in sizes)
+    assert all(y.min() >= 0 and y.max() < 10 for y in ys)
+
+
+
+def test_iid_labels_follow_one_global_rule():
+    # Independent re-draw of the iid branch: W_global, b_global come after the sizes,
+    # mean_W, B draws; every client's labels must be argmax(x W_global + b_global).
+    rng = np.random.RandomState(2)
+    rng.lognormal(4, 2, 3)
+    rng.normal(0, 0.0, 3)
+    rng.normal(0, 0.0, 3)
+    w_g = rng.normal(0, 1, (5, 4))
+    b_g = rng.normal(0, 1, 4)
+    xs, ys = fedprox.generate(0.0, 0.0, iid=True, num_clients=3, dim=5, num_classes=4, seed=2)
+    for x, y in zip(xs, ys):
+        np.testing.assert_array_equal(y, np.argmax(x @ w_g + b_g, axis=1))
+
+
+def test_deterministic_and_seed_sensitive():
+    a = fedprox.generate(1.0, 1.0, num_clients=4, dim=6, seed=3)
+    b = fedprox.generate(1.0, 1.0, num_clients=4, dim=6, seed=3)
+    c = fedprox.generate(1.0, 1.0, num_clients=4, dim=6, seed=4)
+    assert all(np.array_equal(u, v) for u, v in zip(a[0], b[0]))
+    assert not np.array_equal(a[0][0][:5], c[0][0][:5])
+
+
+@pytest.mark.parametrize("kwargs", [dict(alpha=-1, beta=0), dict(alpha=0, beta=-0.1),
+                                    dict(alpha=0, beta=0, num_clients=0),
+                                    dict(alpha=0, beta=0, dim=0),
+                                    dict(alpha=0, beta=0, num_classes=1)])
+def test_bad_input(kwargs):
+    alpha, beta = kwargs.pop("alpha"), kwargs.pop("beta")
+    with pytest.raises(ValueError):
+        fedprox.generate(alpha, beta, **kwargs)
+
+
+def test_federation_split_fraction():
+    fed = fedprox.federation(0.5, 0.5, num_clients=6, dim=10, seed=0, train_fraction=0.9,
+                             device="cpu")
+    xs, _ = fedprox.generate(0.5, 0.5, num_clients=6, dim=10, seed=0)
+    total = fed.train.counts + fed.test.counts
+    assert total.tolist() == [len(x) for x in xs]
+    assert all(int(tr) == int(np.floor(0.9 * len(x))) for tr, x in zip(fed.train.counts, xs))

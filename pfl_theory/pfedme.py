@@ -53,7 +53,13 @@ class BoundTerms:
 
 
 def _bound(terms: dict[str, Any], reference: str) -> BoundTerms:
-    return BoundTerms(MappingProxyType(dict(terms)), sum(terms.values()), reference)
+    """Pack terms; with array arguments every term is broadcast to the common shape."""
+    if any(np.ndim(v) for v in terms.values()):
+        terms = dict(zip(terms, np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
+                                                        for v in terms.values()))))
+    else:
+        terms = {k: float(v) for k, v in terms.items()}
+    return BoundTerms(MappingProxyType(terms), sum(terms.values()), reference)
 
 
 def _arr(name: str, value: Any, *, minimum: float = 0.0, strict: bool = True,

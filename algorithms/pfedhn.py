@@ -1,0 +1,173 @@
+"""pFedHN and PLGU-GHN — a server hypernetwork generates every client's target model.
+
+* **pFedHN** — A. Shamsian, A. Navon, E. Fetaya, G. Chechik, *Personalized Federated
+  Learning using Hypernetworks*, ICML 2021 (arXiv 2103.04628).
+* **PLGU-GHN** — X. Qu, H. Xu, M. Tang, J. Luo, et al., *How to Prevent the Poor Performance
+  Clients for Personalized Federated Learning?* (CVPR 2023), appendix C, eqs. 22–26 and
+  Algorithm 4; spec FORMULAS.md §D.7.
+
+Hypernetwork (eq. 22): client embedding v_i ∈ R^e (``embed_dim``), an MLP of ``hn_layers``
+ReLU layers of width ``hn_hidden``, then one linear output head per target parameter:
+w_i = h(v_i; φ), reshaped to the target model's parameter dict.  All clients batched.
+
+Round t, sampled clients C^t (|C^t| = ``clients_per_round``):
+
+1. w_i^{t,0} = h(v_i; φ^t); K = ``local_rounds`` plain SGD steps (lr η) → w_i^{t,K};
+   Δ_i = w_i^{t,0} − w_i^{t,K};
+2. pFedHN: φ ← φ − α (1/|C^t|) Σ_i (∂w_i/∂φ)^T Δ_i and v_i ← v_i − α (∂w_i/∂v_i)^T Δ_i
+   (α = ``hn_lr``);
+3. PLGU-GHN (eq. 24–25): g = (1/|C^t|) Σ_i (∂w_i/∂φ)^T Δ_i at φ, ε = ρ g/‖g‖_2 (eq. 3;
+   ℓ_p / printed exponent selectable as in :mod:`algorithms.sam`, Λ = I), then the same
+   vector–Jacobian products evaluated at φ + ε update φ and v_i.  ρ = 0 ⇒ pFedHN exactly.
+
+Evaluated: ``personalized`` = h(v_i; φ) for every client (the model it would receive).
+
+Readings and departures:
+
+* Sign: eqs. 24–25 print Δw = w^K − w^0 and use the product as a descent direction; read
+  literally that would *ascend*.  We follow the pFedHN code (Δ = initial − final), under
+  which the update moves h(v_i; φ) towards the locally trained w_i^K (FORMULAS §D.7 note).
+* pFedHN updates the HN after every single client with Adam/SGD+momentum; here all sampled
+  clients are processed at once with plain SGD: the φ gradient is averaged over C^t (eq. 24),
+  each v_i takes its own full step (eq. 25).  No weight decay.
+* Embeddings start N(0, 1) (``torch.nn.Embedding`` default in the pFedHN code); every HN
+  weight U(±1/√fan_in) from an explicit generator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from algorithms.base import Params, State, hp, register, sample_clients
+from algorithms.plgu_lf import check_sam_options
+from algorithms.sam import perturbation
+from algorithms.steps import local_sgd
+from pfl_theory.validation import positive, positive_int
+
+
+def init_hypernetwork(target: Params, *, embed_dim: int, hidden: int, layers: int,
+                      gen: torch.Generator) -> Params:
+    """HN parameters ``[1, ...]`` (float64, CPU) for a target model whose one-row parameters
+    are ``target`` (``[1, ...]``).  Output head of target parameter ``name`` with shape ``s``:
+    ``out:name.weight [1, hidden, *s]``, ``out:name.bias [1, *s]`` (shapes live in the state)."""
+    def uniform(shape, fan_in):
+        return ((torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1)
+                / math.sqrt(fan_in)).unsqueeze(0)
+
+    hn: Params = {}
+    width = embed_dim
+    for j in range(layers):
+        hn[f"mlp{j}.weight"] = uniform((width, hidden), width)
+        hn[f"mlp{j}.bias"] = uniform((hidden,), width)
+        width = hidden
+    for name, v in target.items():
+        hn[f"out:{name}.weight"] = uniform((width, *v.shape[1:]), width)
+        hn[f"out:{name}.bias"] = uniform(tuple(v.shape[1:]), width)
+    return hn
+
+
+def target_names(hn: Params) -> list[str]:
+    """Names of the target parameters the hypernetwork ``hn`` generates."""
+    return [k[4:-len(".weight")] for k in hn if k.startswith("out:") and k.endswith(".weight")]
+
+
+def hn_forward(hn: Params, v: torch.Tensor) -> Params:
+    """Target parameters ``{name: [C, *shape]}`` generated from embeddings ``v[C, e]`` (eq. 22)."""
+    h, j = v, 0
+    while f"mlp{j}.weight" in hn:
+        h = torch.relu(h @ hn[f"mlp{j}.weight"][0] + hn[f"mlp{j}.bias"][0])
+        j += 1
+    return {name: torch.tensordot(h, hn[f"out:{name}.weight"][0], dims=1) + hn[f"out:{name}.bias"][0]
+            for name in target_names(hn)}
+
+
+def hn_vjp(hn: Params, v: torch.Tensor, delta: Params) -> tuple[Params, torch.Tensor]:
+    """``(Σ_i (∂w_i/∂φ)^T Δ_i, rows (∂w_i/∂v_i)^T Δ_i)`` at (φ = ``hn``, ``v``): one backward."""
+    with torch.enable_grad():
+        leaves = {k: t.detach().requires_grad_(True) for k, t in hn.items()}
+        vl = v.detach().requires_grad_(True)
+        out = hn_forward(leaves, vl)
+        names = list(out)
+        grads = torch.autograd.grad([out[k] for k in names], list(leaves.values()) + [vl],
+                                    grad_outputs=[delta[k] for k in names])
+    return dict(zip(leaves, grads[:-1])), grads[-1]
+
+
+@register("pfedhn")
+@dataclass(frozen=True)
+class PFedHN:
+    lr: float = hp(0.02, "local SGD learning rate η")
+    local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)")
+    batch_size: int = hp(20, "mini-batch size |D|")
+    clients_per_round: int = hp(10, "clients S (= C) sampled per round")
+    hn_lr: float = hp(0.1, "hypernetwork / embedding learning rate α")
+    embed_dim: int = hp(8, "client embedding dimension e")
+    hn_hidden: int = hp(64, "hidden width of the hypernetwork MLP")
+    hn_layers: int = hp(2, "hidden ReLU layers of the hypernetwork MLP")
+
+    def __post_init__(self):
+        positive("lr", self.lr)
+        positive_int("local_rounds", self.local_rounds)
+        positive_int("batch_size", self.batch_size)
+        positive_int("clients_per_round", self.clients_per_round)
+        positive("hn_lr", self.hn_lr)
+        positive_int("embed_dim", self.embed_dim)
+        positive_int("hn_hidden", self.hn_hidden)
+        positive_int("hn_layers", self.hn_layers, minimum=0)
+
+    def init(self, fed, model, seed: int) -> State:
+        if self.clients_per_round > fed.num_clients:
+            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
+                             f"clients N={fed.num_clients}")
+        gen = torch.Generator().manual_seed(seed)
+        target = model.init(1, seed=seed, dtype=torch.float64)
+        hn = init_hypernetwork(target, embed_dim=self.embed_dim, hidden=self.hn_hidden,
+                               layers=self.hn_layers, gen=gen)
+        v = torch.randn(fed.num_clients, self.embed_dim, generator=gen, dtype=torch.float64)
+        move = dict(device=fed.device, dtype=fed.dtype)
+        return State(0, seed, {"hypernetwork": {k: t.to(**move) for k, t in hn.items()},
+                               "embeddings": {"v": v.to(**move)}})
+
+    def hn_gradient(self, hn: Params, v: torch.Tensor, delta: Params) -> tuple[Params, torch.Tensor]:
+        """pFedHN's HN gradient surrogate (mean over the C clients) and embedding gradients."""
+        g_hn, g_v = hn_vjp(hn, v, delta)
+        return {k: g / v.shape[0] for k, g in g_hn.items()}, g_v
+
+    def round(self, state: State, fed, model) -> State:
+        gen = state.generator()
+        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        x, y = fed.train.gather(batches[:, chosen])
+        hn, emb = state.models["hypernetwork"], state.models["embeddings"]["v"]
+        v = emb[chosen]
+        w0 = hn_forward(hn, v)
+        wk = local_sgd(model, w0, x, y, self.lr)
+        delta = {k: w0[k] - wk[k] for k in w0}                 # initial − final (pFedHN code)
+        g_hn, g_v = self.hn_gradient(hn, v, delta)
+        return state.next({"hypernetwork": {k: hn[k] - self.hn_lr * g_hn[k] for k in hn},
+                           "embeddings": {"v": emb.index_copy(0, chosen, v - self.hn_lr * g_v)}})
+
+    def evaluated(self, state: State) -> dict:
+        return {"personalized": hn_forward(state.models["hypernetwork"],
+                                           state.models["embeddings"]["v"])}
+
+
+@register("plgu-ghn")
+@dataclass(frozen=True)
+class PLGUGHN(PFedHN):
+    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
+    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")
+    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)")
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_sam_options(self.rho, self.p_norm, self.exponent)
+
+    def hn_gradient(self, hn: Params, v: torch.Tensor, delta: Params) -> tuple[Params, torch.Tensor]:
+        """eq. 24: ε = ρ g/‖g‖ from pFedHN's g at φ, then both products at φ + ε (eq. 25 for v)."""
+        g_hn, _ = super().hn_gradient(hn, v, delta)
+        eps = perturbation(g_hn, rho=self.rho, p=self.p_norm, exponent=self.exponent)
+        return super().hn_gradient({k: hn[k] + eps[k] for k in hn}, v, delta)

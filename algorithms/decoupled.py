@@ -1,0 +1,210 @@
+"""Body/head decoupling baselines: FedRep, FedPer, LG-FedAvg (+ the shared helpers).
+
+A network is an ordered list of layers (``model.layers``); ``head_layers = k`` names the
+last ``k`` layers the *head* ψ, the others the *body* (representation) φ.  All clients are
+batched; every round the server samples ``S`` clients (``clients_per_round``) uniformly, only
+those train, and the server averages the shared part over them (``aggregation``:
+``"uniform"`` = plain mean as in the FedRep paper, ``"weighted"`` = by sample counts).
+Mini-batches are drawn uniformly with replacement (:meth:`Federation.sample_batches`), one
+mini-batch per local step (steps, not epochs).
+
+* **FedRep** — L. Collins, H. Hassani, A. Mokhtari, S. Shakkottai, *Exploiting Shared
+  Representations for Personalized Federated Learning*, ICML 2021 (arXiv 2102.07078),
+  Algorithm 1.  Client i (body φ fixed at the server's φ^t): ``head_steps`` SGD steps on its
+  head ψ_i, ``ψ_i ← ψ_i − η ∇_ψ f_i(φ^t, ψ_i)``; then, with the new head fixed,
+  ``local_rounds`` SGD steps on the body ``φ_i ← φ_i − η ∇_φ f_i(φ_i, ψ_i)``; server
+  ``φ^{t+1} = mean_{i∈S^t} φ_i``; heads stay on the clients.  (Paper: 10 head epochs, 1 body
+  epoch; here steps.)
+* **FedPer** — M. G. Arivazhagan, V. Aggarwal, A. K. Singh, S. Choudhary, *Federated
+  Learning with Personalization Layers*, arXiv 1912.00818 (2019).  ``local_rounds`` joint SGD
+  steps on (φ, ψ_i) from (φ^t, ψ_i); server averages φ; heads personal.
+* **LG-FedAvg** — P. P. Liang, T. Liu, L. Ziyin, N. B. Allen, R. P. Auerbach, D. Brent,
+  R. Salakhutdinov, L.-P. Morency, *Think Locally, Act Globally: Federated Learning with
+  Local and Global Representations*, arXiv 2001.01523 (2020).  The roles are swapped: the
+  *representation* (body) layers are local to each client, the last ``head_layers`` layers
+  are global.  ``local_rounds`` joint SGD steps; server averages the head only.
+
+Evaluated models (honest names): ``personalized`` = client i's own full network
+(FedRep/FedPer: global body + own head; LG-FedAvg: own body + global head).  None of
+the three has a global model that is a full network, so none is reported.
+A client that was never sampled keeps its initial head (body), as in the papers.
+``head_layers = L`` (the whole network) is allowed: the shared part is then empty and
+FedRep/FedPer reduce to local training (LG-FedAvg to FedAvg).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from algorithms.base import Params, State, broadcast, hp, register, sample_clients, weighted_mean
+from pfl_theory.validation import positive, positive_int
+
+Project = Callable[[Params], Params]
+
+
+# ---- helpers shared with FedBABU, FedAvg+FT and PPFE -----------------------------------
+
+def split_keys(model, head_layers: int) -> tuple[list[str], list[str]]:
+    """``(body keys, head keys)``: the head is the last ``head_layers`` layers of ``model``."""
+    k = positive_int("head_layers", head_layers)
+    if k > len(model.layers):
+        raise ValueError(f"head_layers={k} exceeds the model's {len(model.layers)} layers")
+    body = [name for layer in model.layers[:len(model.layers) - k] for name in layer]
+    head = [name for layer in model.layers[len(model.layers) - k:] for name in layer]
+    return body, head
+
+
+def subset(params: Params, keys) -> Params:
+    return {k: params[k] for k in keys}
+
+
+def merge(*parts: Params, n: int | None = None) -> Params:
+    """One parameter dict from disjoint parts; ``[1, ...]`` parts are broadcast to ``n`` rows."""
+    out: Params = {}
+    for part in parts:
+        for k, v in part.items():
+            out[k] = v.expand(n, *v.shape[1:]) if n is not None and v.shape[0] == 1 else v
+    return out
+
+
+def partial_sgd(model, params: Params, keys, x: torch.Tensor, y: torch.Tensor, lr: float,
+                project: Project | None = None) -> Params:
+    """SGD on the parameters named ``keys`` only (the others fixed), one step per mini-batch
+    ``x[R, N, B, ...]``: ``θ_k ← θ_k − lr ∇_k f̃_i(θ)``; ``project`` (optional) is applied
+    after every step (PPFE's complexity constraint on personalized layers)."""
+    keys = set(keys)
+    for r in range(x.shape[0]):
+        if not keys:
+            break
+        g, _ = model.grad(params, x[r], y[r])
+        params = {k: v - lr * g[k] if k in keys else v for k, v in params.items()}
+        if project is not None:
+            params = project(params)
+    return params
+
+
+def fedrep_update(model, params: Params, head_keys, body_keys, x, y, *, head_steps: int,
+                  lr: float, body_lr: float | None = None,
+                  project: Project | None = None) -> Params:
+    """FedRep's local update (Collins et al. 2021, Alg. 1): the first ``head_steps``
+    mini-batches of ``x[R, N, B, ...]`` update the head with the body fixed, the remaining
+    ones update the body with the head fixed."""
+    params = partial_sgd(model, params, head_keys, x[:head_steps], y[:head_steps], lr, project)
+    return partial_sgd(model, params, body_keys, x[head_steps:], y[head_steps:],
+                       lr if body_lr is None else body_lr)
+
+
+def aggregate(params: Params, counts: torch.Tensor, rule: str) -> Params:
+    """Server mean over the rows of ``params`` → ``[1, ...]`` (``rule``: uniform|weighted)."""
+    if not params:
+        return {}
+    w = counts if rule == "weighted" else torch.ones_like(counts)
+    return weighted_mean(params, w)
+
+
+def scatter_rows(full: Params, rows: torch.Tensor, new: Params) -> Params:
+    """``full`` with rows ``rows`` replaced by ``new`` (a new dict; ``full`` untouched)."""
+    return {k: v.index_copy(0, rows, new[k]) for k, v in full.items()}
+
+
+def param_count(params: Params) -> int:
+    """Scalar parameters of ONE model (per row) in ``params``."""
+    return int(sum(v[0].numel() for v in params.values()))
+
+
+def check_aggregation(rule: str) -> None:
+    if rule not in ("uniform", "weighted"):
+        raise ValueError(f"aggregation must be 'uniform' or 'weighted', got {rule!r}")
+
+
+@dataclass(frozen=True)
+class _Decoupled:
+    """Shared hyper-parameters and the body/head state layout."""
+
+    lr: float = hp(0.02, "local SGD learning rate η")
+    local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)")
+    batch_size: int = hp(20, "mini-batch size |D|")
+    clients_per_round: int = hp(10, "clients S sampled per round")
+    head_layers: int = hp(1, "number of last layers personalized (the head)")
+    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
+
+    def __post_init__(self):
+        positive("lr", self.lr)
+        positive_int("local_rounds", self.local_rounds)
+        positive_int("batch_size", self.batch_size)
+        positive_int("clients_per_round", self.clients_per_round)
+        positive_int("head_layers", self.head_layers)
+        check_aggregation(self.aggregation)
+
+    shared_part = "body"   # which part the server averages ("body" or "head")
+    steps_per_round = property(lambda self: self.local_rounds)
+
+    def init(self, fed, model, seed: int) -> State:
+        if self.clients_per_round > fed.num_clients:
+            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
+                             f"clients N={fed.num_clients}")
+        body, head = split_keys(model, self.head_layers)
+        shared, personal = (body, head) if self.shared_part == "body" else (head, body)
+        w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
+        return State(0, seed, {"shared": subset(w, shared),
+                               "personal": broadcast(subset(w, personal), fed.num_clients)})
+
+    def local_update(self, model, params, x, y, shared_keys, personal_keys):
+        return partial_sgd(model, params, list(params), x, y, self.lr)
+
+    def round(self, state: State, fed, model) -> State:
+        gen = state.generator()
+        batches = fed.sample_batches(self.steps_per_round, self.batch_size, gen)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        x, y = fed.train.gather(batches[:, chosen])
+        shared, personal = state.models["shared"], state.models["personal"]
+        params = merge(shared, {k: v[chosen] for k, v in personal.items()}, n=chosen.numel())
+        params = self.local_update(model, params, x, y, list(shared), list(personal))
+        new_shared = aggregate(subset(params, shared), fed.train.counts[chosen], self.aggregation)
+        new_personal = scatter_rows(personal, chosen, subset(params, personal))
+        return state.next({"shared": new_shared, "personal": new_personal})
+
+    def evaluated(self, state: State) -> dict:
+        personal, shared = state.models["personal"], state.models["shared"]
+        if not personal:          # LG-FedAvg with head_layers = L: everything is global
+            return {"global": shared}
+        n = next(iter(personal.values())).shape[0]
+        return {"personalized": {k: v.contiguous() for k, v in merge(shared, personal, n=n).items()}}
+
+    def diagnostics(self, state: State, fed, model) -> dict:
+        """Parameters communicated: 2·S·|shared| per round (down- and upload)."""
+        per_round = 2 * self.clients_per_round * param_count(state.models["shared"])
+        return {"comm_params_per_round": float(per_round),
+                "comm_params_total": float(per_round * state.round),
+                "personal_params": float(param_count(state.models["personal"]))}
+
+
+@register("fedrep")
+@dataclass(frozen=True)
+class FedRep(_Decoupled):
+    head_steps: int = hp(10, "local SGD steps on the head (body fixed) before the body steps")
+
+    def __post_init__(self):
+        super().__post_init__()
+        positive_int("head_steps", self.head_steps)
+
+    steps_per_round = property(lambda self: self.head_steps + self.local_rounds)
+
+    def local_update(self, model, params, x, y, shared_keys, personal_keys):
+        return fedrep_update(model, params, personal_keys, shared_keys, x, y,
+                             head_steps=self.head_steps, lr=self.lr)
+
+
+@register("fedper")
+@dataclass(frozen=True)
+class FedPer(_Decoupled):
+    pass
+
+
+@register("lgfedavg")
+@dataclass(frozen=True)
+class LGFedAvg(_Decoupled):
+    shared_part = "head"

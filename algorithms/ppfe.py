@@ -1,0 +1,283 @@
+"""PPFE for neural networks — progressive personalized federated ensembles.
+
+Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
+Personalization* (PPFE, arXiv 2602.14244, 2026), §4, Algorithm 1, App. A.4.  Nearly all of
+the paper's equations are lost; this follows the reconstruction of FORMULAS.md §C.3–C.4
+(RECONSTRUCTED).  Stages t = 0 … T−1, ``R_t`` rounds each (:func:`ppfe_reduction.stage_rounds`):
+
+1. **Stage 0** — FedAvg on the whole network (eq. 5; no personal layers), π^{(0)} = 1/n_i.
+2. **Stage t ≥ 1** — the last t layers are personal (``fixed_head = k``: always the last k).
+   Start from stage t−1 (shared body; heads per client, the newly personal layer copied from
+   the shared one), project the heads into Ψ_t (:class:`ppfe_reduction.Reduction`: SVD rank,
+   width or structured masks, factor γ^t).  Each round the server samples S clients (all
+   clients in the stage's last round, [SEED]: ``full_last_round``); each runs the
+   local update on the weighted loss Σ_j π^{(t)}_{i,j} ℓ (eq. 6; by π-weighted mini-batch
+   sampling, see :mod:`algorithms.ppfe_ensemble`); the server averages only the body
+   (``aggregation``), heads stay personal.  Local update ``"fedrep"`` (default): FedRep's
+   head steps then body steps (Collins et al. 2021) — chosen because Remark 3 states that one
+   stage with a fixed head *is* FedRep; ``"joint"``: joint SGD on body and head (FedPer-style).
+   The body learning rate is ``lr · body_lr_decay^t`` (the paper lowers it; values lost).
+3. **Between stages** every client computes, on its training data, the stage model's weighted
+   0-1 error ε_i, its coefficient α^{(t)}_i (SAMME by default) and, if ``reweighting``, the
+   next weights π^{(t+1)}_i ∝ π^{(t)}_i exp(β s) (eq. 7; β = ``inverse_temperature``, or
+   β_i = α_i with ``beta_rule="alpha"`` — SAMME's own update).
+4. **Output** — H_i(x) = Σ_t α^{(t)}_i h^{(t)}_i(x) (eq. 8), over the stages done so far
+   (the running stage with its provisional α); math in :mod:`pfl_theory.ppfe_boosting`.
+
+Rounds beyond ``total_rounds`` continue the last stage.  State: ``body`` ``[1, ...]`` and
+``heads`` ``[N, ...]`` of the running stage, ``stage<t>`` (full per-client networks) of the
+finished stages; tensors ``weights`` (π, flat ``[M]`` aligned with ``fed.train.x``) and
+``alphas [T, N]``.  The stage transition happens at the start of a stage's first round.
+
+Evaluated model (runner): ``stage`` = the running stage's network g_ψi ∘ f_φ.  The ensemble
+(the PPFE predictor) is not a single network of the model class, so the runner cannot
+evaluate it; :meth:`PPFE.diagnostics` reports it as ``ensemble_accuracy`` (+ ``_mean``,
+``_low5``, ``_top5``) on the test split, with the communication count (2·participants·
+shared parameters per round: download + upload) in total and per stage.
+Ablations: ``fixed_head`` = 1/2/3 (M1–M3), ``reduction="none"`` (w/o MR), ``reweighting=False``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from algorithms.base import State, broadcast, hp, register, sample_clients
+from algorithms.decoupled import (aggregate, check_aggregation, fedrep_update, merge,
+                                  scatter_rows, split_keys, subset)
+from algorithms.ppfe_ensemble import (ENSEMBLES, ensemble_accuracy, next_weights,
+                                      stage_statistics, uniform_flat, weighted_batches)
+from algorithms.ppfe_reduction import (REDUCTIONS, Reduction, parse_floats, personal_layer_count,
+                                       stage_rounds)
+from pfl_theory.validation import in_range, nonnegative, positive, positive_int
+
+
+def joint_sgd(model, params, head_keys, x, y, *, lr: float, body_lr: float, project=None):
+    """Joint SGD on every parameter (head at ``lr``, the rest at ``body_lr``)."""
+    head = set(head_keys)
+    for r in range(x.shape[0]):
+        g, _ = model.grad(params, x[r], y[r])
+        params = {k: v - (lr if k in head else body_lr) * g[k] for k, v in params.items()}
+        if project is not None:
+            params = project(params)
+    return params
+
+
+@register("ppfe")
+@dataclass(frozen=True)
+class PPFE:
+    lr: float = hp(0.02, "local SGD learning rate η (heads; the body uses lr·body_lr_decay^t)")
+    local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)")
+    head_steps: int = hp(10, "local SGD steps on the head before the body steps (local_update='fedrep')")
+    batch_size: int = hp(20, "mini-batch size |D|")
+    clients_per_round: int = hp(10, "clients S sampled per round")
+    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
+    stages: int = hp(4, "number of stages T (stage 0 = FedAvg); at most L+1 used when progressive")
+    total_rounds: int = hp(160, "round budget split across the stages (later rounds continue the last stage)")
+    stage_fractions: str = hp("30,50,40,40", "relative rounds per stage (paper images: 30/50/40/40 of 160)")
+    fixed_head: int = hp(0, "0 = progressive heads; k > 0 = every stage personalizes the last k layers")
+    local_update: str = hp("fedrep", "'fedrep' (head then body steps; Remark 3) or 'joint'")
+    reduction: str = hp("svd", "personalized-layer reduction: 'svd', 'width', 'mask' or 'none'")
+    shrink: float = hp(0.5, "complexity factor γ: stage-t rank/width/fan-in = ⌈d·γ^t⌉")
+    ranks: str = hp("", "explicit SVD ranks for stages 1,2,… (comma-separated; overrides shrink)")
+    mask_seed: int = hp(0, "seed of the structured masks shared by all clients")
+    reweighting: bool = hp(True, "reweight samples between stages (eq. 7); False = ablation")
+    inverse_temperature: float = hp(1.0, "inverse temperature β of the reweighting (eq. 7)")
+    beta_rule: str = hp("constant", "'constant' (β) or 'alpha' (β_i = α_i, SAMME's update)")
+    score: str = hp("miss", "reweighting score: 'miss' (0-1 error) or 'loss' (cross-entropy)")
+    coefficients: str = hp("samme", "stage coefficients: 'samme', 'adaboost' or 'uniform'")
+    ensemble: str = hp("probs", "ensemble of stage outputs: 'probs', 'votes' or 'logits'")
+    body_lr_decay: float = hp(1.0, "body learning rate factor per stage (paper lowers it; value lost)")
+    full_last_round: bool = hp(True, "all clients take part in the last round of each stage")
+
+    def __post_init__(self):
+        for name in ("lr", "body_lr_decay"):
+            positive(name, getattr(self, name))
+        for name in ("local_rounds", "head_steps", "batch_size", "clients_per_round", "stages",
+                     "total_rounds"):
+            positive_int(name, getattr(self, name))
+        positive_int("fixed_head", self.fixed_head, minimum=0)
+        check_aggregation(self.aggregation)
+        in_range("shrink", self.shrink, 0.0, 1.0)
+        positive("shrink", self.shrink)
+        nonnegative("inverse_temperature", self.inverse_temperature)
+        stage_rounds(self.total_rounds, self.fractions, self.stages)   # validates the budget
+        self.rank_list
+        for name, value, allowed in (
+                ("local_update", self.local_update, ("fedrep", "joint")),
+                ("reduction", self.reduction, REDUCTIONS),
+                ("beta_rule", self.beta_rule, ("constant", "alpha")),
+                ("score", self.score, ("miss", "loss")),
+                ("coefficients", self.coefficients, ("samme", "adaboost", "uniform")),
+                ("ensemble", self.ensemble, ENSEMBLES)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+    # ---- schedule --------------------------------------------------------------------
+    @property
+    def fractions(self) -> list[float]:
+        return parse_floats("stage_fractions", self.stage_fractions)
+
+    @property
+    def rank_list(self) -> list[float]:
+        ranks = parse_floats("ranks", self.ranks)
+        if any(r != int(r) for r in ranks):
+            raise ValueError(f"ranks must be integers, got {self.ranks!r}")
+        return ranks
+
+    def num_stages(self, model) -> int:
+        return self.stages if self.fixed_head else min(self.stages, len(model.layers) + 1)
+
+    def schedule(self, model) -> list[int]:
+        """Rounds per stage (sums to ``total_rounds``)."""
+        return stage_rounds(self.total_rounds, self.fractions, self.num_stages(model))
+
+    def stage_at(self, t: int, model) -> int:
+        """The stage that round ``t`` (0-based) belongs to."""
+        end = 0
+        for s, r in enumerate(self.schedule(model)):
+            end += r
+            if t < end:
+                return s
+        return self.num_stages(model) - 1
+
+    def is_last_round(self, t: int, model) -> bool:
+        ends = torch.tensor(self.schedule(model)).cumsum(0).tolist()
+        return t + 1 in ends
+
+    def keys_at(self, stage: int, model) -> tuple[list[str], list[str]]:
+        """(shared body keys, personal head keys) of ``stage``."""
+        k = personal_layer_count(stage, fixed_head=self.fixed_head, num_layers=len(model.layers))
+        if k == 0:
+            return [n for layer in model.layers for n in layer], []
+        return split_keys(model, k)
+
+    def reduction_at(self, stage: int, model, like) -> Reduction:
+        return Reduction(model, self.keys_at(stage, model)[1], stage, method=self.reduction,
+                         shrink=self.shrink, ranks=self.rank_list, mask_seed=self.mask_seed,
+                         like=like)
+
+    # ---- algorithm -------------------------------------------------------------------
+    def init(self, fed, model, seed: int) -> State:
+        if self.clients_per_round > fed.num_clients:
+            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
+                             f"clients N={fed.num_clients}")
+        if self.fixed_head > len(model.layers):
+            raise ValueError(f"fixed_head={self.fixed_head} exceeds the model's "
+                             f"{len(model.layers)} layers")
+        w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
+        body, head = self.keys_at(0, model)
+        return State(0, seed, {"body": subset(w, body),
+                               "heads": broadcast(subset(w, head), fed.num_clients)},
+                     {"weights": uniform_flat(fed.train),
+                      "alphas": torch.zeros(self.num_stages(model), fed.num_clients,
+                                            dtype=torch.float64, device=fed.device)})
+
+    @staticmethod
+    def stored_stage(state: State) -> int:
+        return sum(1 for k in state.models if k.startswith("stage"))
+
+    @staticmethod
+    def stage_model(state: State) -> dict:
+        """The running stage's per-client networks ``[N, ...]``."""
+        n = state.tensors["alphas"].shape[1]
+        return {k: v.contiguous() for k, v in
+                merge(state.models["body"], state.models["heads"], n=n).items()}
+
+    def _statistics(self, state, fed, model, params):
+        return stage_statistics(model, params, fed.train, state.tensors["weights"],
+                                num_classes=fed.num_classes, rule=self.coefficients,
+                                score=self.score)
+
+    def advance(self, state: State, fed, model) -> State:
+        """Finish the stored stage s (α^{(s)}, π^{(s+1)}) and set up stage s + 1."""
+        s = self.stored_stage(state)
+        prev = self.stage_model(state)
+        stats = self._statistics(state, fed, model, prev)
+        alphas = state.tensors["alphas"].clone()
+        alphas[s] = stats["alpha"]
+        weights = state.tensors["weights"]
+        if self.reweighting:
+            beta = self.inverse_temperature if self.beta_rule == "constant" else stats["alpha"]
+            weights = next_weights(fed.train, weights, stats["score"], beta)
+        body_keys, head_keys = self.keys_at(s + 1, model)
+        body = {k: state.models["body"][k] for k in body_keys}
+        heads = {k: prev[k].clone() for k in head_keys}
+        heads = self.reduction_at(s + 1, model, prev).project(heads)
+        models = {k: v for k, v in state.models.items() if k.startswith("stage")}
+        models.update({f"stage{s}": prev, "body": body, "heads": heads})
+        return State(state.round, state.seed, models, {"weights": weights, "alphas": alphas})
+
+    def round(self, state: State, fed, model) -> State:
+        stage = self.stage_at(state.round, model)
+        while self.stored_stage(state) < stage:
+            state = self.advance(state, fed, model)
+        body_keys, head_keys = self.keys_at(stage, model)
+        fedrep = self.local_update == "fedrep" and bool(head_keys)
+        steps = (self.head_steps if fedrep else 0) + self.local_rounds
+        gen = state.generator()
+        if stage == 0 or not self.reweighting:
+            batches = fed.sample_batches(steps, self.batch_size, gen)
+        else:
+            batches = weighted_batches(fed.train, state.tensors["weights"], steps,
+                                       self.batch_size, gen)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        if self.full_last_round and self.is_last_round(state.round, model):
+            chosen = torch.arange(fed.num_clients, device=fed.device)
+        x, y = fed.train.gather(batches[:, chosen])
+        body, heads = state.models["body"], state.models["heads"]
+        params = merge(body, {k: v[chosen] for k, v in heads.items()}, n=chosen.numel())
+        project = self.reduction_at(stage, model, params).projector()
+        body_lr = self.lr * self.body_lr_decay ** stage
+        if fedrep:
+            params = fedrep_update(model, params, head_keys, body_keys, x, y,
+                                   head_steps=self.head_steps, lr=self.lr, body_lr=body_lr,
+                                   project=project)
+        else:
+            params = joint_sgd(model, params, head_keys, x, y, lr=self.lr, body_lr=body_lr,
+                               project=project)
+        new_body = aggregate(subset(params, body), fed.train.counts[chosen], self.aggregation)
+        new_heads = scatter_rows(heads, chosen, subset(params, heads)) if heads else {}
+        models = {k: v for k, v in state.models.items() if k.startswith("stage")}
+        models.update({"body": new_body, "heads": new_heads})
+        return state.next(models)
+
+    def evaluated(self, state: State) -> dict:
+        return {"stage": self.stage_model(state)}
+
+    # ---- reporting -------------------------------------------------------------------
+    def communication(self, model, num_clients: int, rounds: int) -> list[int]:
+        """Parameters sent in rounds ``0 … rounds−1``, per stage: Σ 2·participants·|body_t|."""
+        like = model.init(1)
+        per_stage = [0] * self.num_stages(model)
+        for t in range(rounds):
+            s = self.stage_at(t, model)
+            shared = sum(like[k][0].numel() for k in self.keys_at(s, model)[0])
+            full = self.full_last_round and self.is_last_round(t, model)
+            per_stage[s] += 2 * (num_clients if full else self.clients_per_round) * shared
+        return per_stage
+
+    def ensemble_members(self, state: State) -> tuple[list[dict], int]:
+        s = self.stored_stage(state)
+        return [state.models[f"stage{t}"] for t in range(s)] + [self.stage_model(state)], s
+
+    def diagnostics(self, state: State, fed, model) -> dict:
+        members, s = self.ensemble_members(state)
+        stats = self._statistics(state, fed, model, members[-1])
+        alphas = state.tensors["alphas"].clone()
+        alphas[s] = stats["alpha"]                 # provisional α of the running stage
+        _, summary = ensemble_accuracy(model, members, alphas[:s + 1], fed.test, kind=self.ensemble)
+        body_keys, head_keys = self.keys_at(s, model)
+        comm = self.communication(model, fed.num_clients, state.round)
+        out = {"stage": float(s), "num_stages": float(self.num_stages(model)),
+               "ensemble_accuracy": summary["weighted"], "ensemble_accuracy_mean": summary["mean"],
+               "ensemble_accuracy_low5": summary["low5"], "ensemble_accuracy_top5": summary["top5"],
+               "stage_weighted_error": float(stats["eps"].mean()),
+               "stage_alpha_mean": float(stats["alpha"].mean()),
+               "shared_params": float(sum(members[-1][k][0].numel() for k in body_keys)),
+               "personal_params": float(self.reduction_at(s, model, members[-1])
+                                        .effective_params(subset(members[-1], head_keys))),
+               "comm_params_total": float(sum(comm))}
+        out.update({f"comm_params_stage{t}": float(c) for t, c in enumerate(comm)})
+        return out

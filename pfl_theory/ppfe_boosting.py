@@ -81,7 +81,8 @@ def ensemble_coefficients(errors: torch.Tensor, *, num_classes: int = 2, rule: s
     """Per-client stage coefficients α^{(t)}_i from weighted errors ε^{(t)}_i (§C.3):
     ``"adaboost"`` ½ log((1−ε)/ε) (binary); ``"samme"`` log((1−ε)/ε) + log(C−1) (multi-class
     SAMME, Zhu et al. 2009; = 2 × AdaBoost at C = 2).  ε is clipped to [clip, 1−clip] so a
-    perfect stage gets a large finite coefficient.  Shape follows ``errors``."""
+    perfect stage gets a large finite coefficient (clip is raised to the dtype's machine
+    epsilon, e.g. 1.2e-7 in float32).  Shape follows ``errors``."""
     c = positive_int("num_classes", num_classes, minimum=2)
     if rule not in ("samme", "adaboost"):
         raise ValueError(f"rule must be 'samme' or 'adaboost', got {rule!r}")
@@ -90,6 +91,9 @@ def ensemble_coefficients(errors: torch.Tensor, *, num_classes: int = 2, rule: s
     e = torch.as_tensor(errors)
     if torch.any((e < 0) | (e > 1)) or not torch.all(torch.isfinite(e)):
         raise ValueError("errors must lie in [0, 1]")
+    if not e.is_floating_point():
+        e = e.to(torch.float64)
+    clip = max(clip, float(torch.finfo(e.dtype).eps))  # 1 − clip must be < 1 in e's dtype
     e = e.clamp(clip, 1 - clip)
     logit = torch.log((1 - e) / e)
     return 0.5 * logit if rule == "adaboost" else logit + math.log(c - 1)

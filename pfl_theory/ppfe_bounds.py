@@ -211,9 +211,11 @@ def select_stages(*, gamma: float, kappa0: float, n: float, t_max: int) -> Stage
 
     Φ(T) = e^{−2γ²T} + κ₀ √(T/n).  With u = 2γ²T, Φ = e^{−u} + √(b' u), b' = κ₀²/(2γ²n) — the
     Lemma-9 family with a = c = 1: interior optimum iff κ = 2/√b' > κ†, then T* = u₂/(2γ²).
-    The integer T* is the best of {1, ⌊T*⌋, ⌈T*⌉, t_max} clipped to [1, t_max]: Φ increases on
-    (0, u₁), decreases on (u₁, u₂), increases after u₂, so these candidates contain the
-    integer minimiser.  Symbols: γ = ``gamma`` (edge), κ₀ = ``kappa0`` (see
+    The integer T* is the best of {1, ⌊u₂/(2γ²)⌋, ⌈u₂/(2γ²)⌉, t_max} clipped to [1, t_max]:
+    Φ increases on (0, u₁), decreases on (u₁, u₂), increases after u₂ (monotone if κ < √(2e)),
+    so these candidates contain the integer minimiser.  When √(2e) ≤ κ ≤ κ† the continuous
+    optimum is the endpoint T = 0 (``t_star_continuous = 0``), but T ≥ 1 is required, so the
+    local minimum u₂ still competes.  Symbols: γ = ``gamma`` (edge), κ₀ = ``kappa0`` (see
     :func:`kappa0_from_ingredients`), n = ``n`` (n̄), t_max = largest admissible T."""
     g = in_range("gamma", gamma, 0.0, 0.5, closed=False)
     k0, nn = positive("kappa0", kappa0), positive("n", n)
@@ -225,8 +227,11 @@ def select_stages(*, gamma: float, kappa0: float, n: float, t_max: int) -> Stage
     bias = np.exp(-2 * g * g * ts)
     var = k0 * np.sqrt(ts / nn)
     bound = bias + var
-    cands = {1, tm} | {min(max(int(v), 1), tm) for v in (math.floor(t_cont), math.ceil(t_cont))
-                       if math.isfinite(v)}
+    # local minimum u₂ exists whenever κ ≥ √(2e), even if the endpoint T = 0 wins globally
+    # (T = 0 is not admissible, so u₂ is still a candidate)
+    t_loc = t_cont if res.interior else (
+        _u2(math.log(res.kappa)) / (2 * g * g) if res.kappa >= KAPPA_MIN else 1.0)
+    cands = {1, tm} | {min(max(int(v), 1), tm) for v in (math.floor(t_loc), math.ceil(t_loc))}
     t_star = min(sorted(cands), key=lambda t: bound[t - 1])
     return StageSelection(int(t_star), float(t_cont), res.interior, b_prime, res.kappa, ts,
                           bias, var, bound)

@@ -1,0 +1,31 @@
+"""Tests of ``pflt select-stages``."""
+
+import json
+import math
+
+import numpy as np
+
+from pfl_theory.cli import main
+
+
+def test_json_output_matches_grid_search(capsys):
+    assert main(["select-stages", "--gamma", "0.2", "--kappa0", "0.3", "--n", "100",
+                 "--t-max", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    t = np.arange(1, 41)
+    phi = np.exp(-2 * 0.04 * t) + 0.3 * np.sqrt(t / 100)
+    assert out["t_star"] == int(np.argmin(phi)) + 1
+    assert len(out["curve"]) == 40 and math.isclose(out["curve"][0]["bound"], phi[0])
+
+
+def test_table_and_kappa0_from_ingredients(capsys):
+    assert main(["select-stages", "--gamma", "0.2", "--n", "100", "--loss-bound", "2",
+                 "--coef-bound", "1", "--eps-alpha", "0.1"]) == 0
+    text = capsys.readouterr().out
+    kappa0 = 2 * math.sqrt(math.log(11) / 2)  # B sqrt(log(ceil(A/eps)+1)/2)
+    assert f"kappa0={kappa0:.6g}" in text and "<- T*" in text and "T* =" in text
+
+
+def test_user_error_exit_code(capsys):
+    assert main(["select-stages", "--gamma", "0.7", "--n", "10"]) == 2
+    assert "gamma" in capsys.readouterr().err

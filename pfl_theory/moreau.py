@@ -72,24 +72,23 @@ def _as_backend(*xs: Any) -> tuple[list[Any], bool]:
     tensors = [x for x in xs if isinstance(x, torch.Tensor)]
     if tensors:
         ref = tensors[0]
-        return [torch.as_tensor(x, dtype=ref.dtype, device=ref.device) for x in xs], True
-    out = [np.asarray(x, dtype=np.float64) for x in xs]
-    for name, x in zip("Abw", out):
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"{name} contains NaN or inf")
-    return out, False
+        out = [torch.as_tensor(x, dtype=ref.dtype, device=ref.device) for x in xs]
+        finite = [bool(torch.isfinite(x.detach()).all()) for x in out]
+    else:
+        out = [np.asarray(x, dtype=np.float64) for x in xs]
+        finite = [bool(np.isfinite(x).all()) for x in out]
+    if not all(finite):
+        raise ValueError("inputs contain NaN or inf")
+    return out, bool(tensors)
 
 
 def _check_A(A: Any, is_torch: bool, lam: float) -> None:
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A must have shape [..., d, d], got {tuple(A.shape)}")
-    Ad = A.detach() if is_torch else A
-    sym_err = (Ad - Ad.swapaxes(-1, -2)).abs().max() if is_torch else \
-        np.abs(Ad - Ad.swapaxes(-1, -2)).max()
-    scale = 1.0 + float((Ad.abs() if is_torch else np.abs(Ad)).max())
-    if float(sym_err) > 1e-10 * scale:  # round-off level asymmetry is tolerated
-        raise ValueError("A must be symmetric")
-    lo = float((torch.linalg.eigvalsh(Ad) if is_torch else np.linalg.eigvalsh(Ad)).min())
+    Ad = A.detach().cpu().numpy() if is_torch else A
+    if np.abs(Ad - Ad.swapaxes(-1, -2)).max() > 1e-10 * (1.0 + np.abs(Ad).max()):
+        raise ValueError("A must be symmetric")  # round-off level asymmetry is tolerated
+    lo = float(np.linalg.eigvalsh(Ad).min())
     if lo + lam <= 0:
         raise ValueError(f"the prox needs A + lam*I positive definite: lam={lam} <= "
                          f"-lambda_min(A)={-lo:.6g} (choose lam > L for non-convex f)")

@@ -166,7 +166,8 @@ def theorem2a_symbolic(r_exponent: Any = None) -> dict[str, sp.Expr]:
     """Theorem 2(a) terms (FORMULAS §B.6) in sympy, with L_F = λ, η̂₂ = 1/(75 L_F λ²):
     initial Δ_F/(η̂₂T); sampling (Δ_F L_F σ²_{F,2})^{1/2}(N/S−1)^{1/2}/√(TN);
     drift Δ_F^{2/3}(Rσ²_{F,2} + λ²δ²)^{1/3}/(β^{4/3} R^{r} T^{2/3}) with r = ``r_exponent``
-    (UNCERTAIN reading; seed layout gives 1/3; ``None`` keeps the symbol ``r_exp``); neighbourhood λ²δ²."""
+    (UNCERTAIN reading; seed layout gives 1/3; ``None`` keeps the symbol ``r_exp``);
+    neighbourhood λ²δ²."""
     r_exponent = _rexp if r_exponent is None else sp.nsimplify(r_exponent)
     eta2 = 1 / (75 * _lam * _lam ** 2)
     third = sp.Rational(1, 3)

@@ -89,13 +89,15 @@ def _exponent(e: sp.Expr, x: sp.Symbol) -> sp.Expr:
 def power_exponents(expr: Any, symbols: Iterable[Any]) -> dict[str, sp.Expr]:
     """Exponent of each symbol in a rate: p_s = lim_{s→∞} ∂ log(expr)/∂ log s.
 
-    For a monomial c·T^a R^b N^c K^e this reads a, b, c, e exactly (fast path through the
-    factors). For sums and other non-monomials it is the exponent of the **leading term as
-    that variable grows with the others held fixed** (e.g. 1/T + 1/(TRN) gives T: −1, R: 0,
-    N: 0; (Rσ² + λ²δ²)^{1/3} gives R: 1/3). Symbols may be sympy Symbols or names; a name
-    absent from ``expr`` gets 0. Values are ``sympy.Rational`` for numeric exponents (a
-    sympy expression if the rate carries a symbolic exponent). Raises ``ValueError`` when
-    a variable enters faster than any power (e.g. e^{−cT}) or the limit cannot be found."""
+    For a monomial c·T^a R^b N^c K^e this reads a, b, c, e exactly. For sums and other
+    non-monomials it is the exponent of the **leading term as that variable grows with the
+    others held fixed** (e.g. 1/T + 1/(TRN) gives T: −1, R: 0, N: 0; (Rσ² + λ²δ²)^{1/3}
+    gives R: 1/3); log factors count as 0 (as in Õ). Computed by structure (products,
+    powers, sums of positive terms, rational functions), falling back to the limit.
+    ``symbols``: sympy Symbols or names (a name absent from ``expr`` gets 0). Returns
+    {name: exponent}, a ``sympy.Rational`` for numeric exponents (a sympy expression if the
+    rate carries a symbolic exponent). Raises ``ValueError`` when a variable enters faster
+    than any power (e.g. e^{−cT}) or the limit cannot be found."""
     expr = sp.sympify(expr)
     out: dict[str, sp.Expr] = {}
     for s in symbols:

@@ -170,7 +170,8 @@ def lemma1_delta(ctx: Context) -> Outcome:
     theoretical = {"strongly_convex": bound_sc, "nonconvex": bound_nc}
     return Outcome(measured=measured, theoretical=theoretical,
                    holds=mc_sc <= bound_sc and mc_nc <= bound_nc,
-                   detail=f"E‖θ̃−θ̂‖²/δ²: strongly convex {mc_sc / bound_sc:.3f} (±{se_sc / bound_sc:.3f}),"
+                   detail=f"E‖θ̃−θ̂‖²/δ²: strongly convex {mc_sc / bound_sc:.3f} "
+                          f"(±{se_sc / bound_sc:.3f}),"
                           f" non-convex {mc_nc / bound_nc:.3f} (±{se_nc / bound_nc:.3f})")
 
 

@@ -1,0 +1,87 @@
+"""IFCA — A. Ghosh, J. Chung, D. Yin, K. Ramchandran, *An Efficient Framework for Clustered
+Federated Learning*, NeurIPS 2020 (arXiv 2006.04088).  Algorithm 1, model-averaging variant;
+a baseline of CGPFL (Tang, Guo, Guo, IJCAI 2022, Table 1, K = 4).
+
+Round ``t`` (all clients batched):
+
+1. the server holds K cluster models ``θ_1 … θ_K`` and samples ``S`` clients;
+2. cluster estimation: every client picks ``ĵ(i) = argmin_j f_i(θ_j)`` (its full training
+   loss; ties → lowest index);
+3. each sampled client runs ``R`` local SGD steps (one mini-batch each, lr ``η``) from
+   ``θ_{ĵ(i)}``;
+4. per-cluster averaging: ``θ_j ← Σ_{i∈S, ĵ(i)=j} n_i θ̃_i / Σ n_i`` (sample-weighted like
+   the engine's FedAvg; the paper's averaging is uniform over the cluster's clients — equal
+   sizes make them identical).  A cluster that receives no client keeps its model.
+
+Initialisation: K independent draws of the model (``model.init(K, same=False)``) — IFCA
+needs distinct starts to break the symmetry.  With ``K = 1`` a round is exactly FedAvg's
+(same generator stream: batches, then client sample).  Evaluated: ``cluster`` = each
+client's current cluster model ``θ_{ĵ(i)}`` (re-estimated on the training data after the
+round).  ``assignment`` (ĵ for all clients) is kept in ``state.tensors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from algorithms.base import State, hp, register, sample_clients, select, weighted_mean
+from algorithms.evaluation import evaluate
+from algorithms.steps import local_sgd
+from pfl_theory.validation import positive, positive_int
+
+
+def best_cluster(model, clusters: dict, split) -> torch.Tensor:
+    """``argmin_j f_i(θ_j)`` for every client (full-split mean loss), ``[N]`` long."""
+    k = next(iter(clusters.values())).shape[0]
+    losses = torch.stack([evaluate(model, select(clusters, torch.tensor([j], device=split.x.device)), split)[1]
+                          for j in range(k)], dim=1)
+    return losses.argmin(1)
+
+
+@register("ifca")
+@dataclass(frozen=True)
+class IFCA:
+    num_contexts: int = hp(4, "number K of cluster models")
+    lr: float = hp(0.02, "local SGD learning rate η")
+    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)")
+    batch_size: int = hp(20, "mini-batch size |D|")
+    clients_per_round: int = hp(10, "clients S sampled per round")
+
+    def __post_init__(self):
+        positive_int("num_contexts", self.num_contexts)
+        positive("lr", self.lr)
+        positive_int("local_rounds", self.local_rounds)
+        positive_int("batch_size", self.batch_size)
+        positive_int("clients_per_round", self.clients_per_round)
+
+    def init(self, fed, model, seed: int) -> State:
+        if self.clients_per_round > fed.num_clients:
+            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
+                             f"clients N={fed.num_clients}")
+        clusters = model.init(self.num_contexts, seed=seed, device=fed.device,
+                              dtype=fed.dtype, same=False)
+        return State(0, seed, {"clusters": clusters},
+                     {"assignment": best_cluster(model, clusters, fed.train)})
+
+    def round(self, state: State, fed, model) -> State:
+        gen = state.generator()
+        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        clusters = state.models["clusters"]
+        labels = best_cluster(model, clusters, fed.train)[chosen]
+        x, y = fed.train.gather(batches[:, chosen])
+        w = local_sgd(model, select(clusters, labels), x, y, self.lr)
+        counts = fed.train.counts[chosen]
+        new = {k: v.clone() for k, v in clusters.items()}
+        for j in range(self.num_contexts):
+            members = (labels == j).nonzero().flatten()
+            if members.numel():
+                mean = weighted_mean(select(w, members), counts[members])
+                for k in new:
+                    new[k][j] = mean[k][0]
+        return state.next({"clusters": new}, {"assignment": best_cluster(model, new, fed.train)})
+
+    def evaluated(self, state: State) -> dict:
+        return {"cluster": select(state.models["clusters"], state.tensors["assignment"])}

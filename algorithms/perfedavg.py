@@ -1,0 +1,96 @@
+"""Per-FedAvg — A. Fallah, A. Mokhtari, A. Ozdaglar, *Personalized Federated Learning with
+Theoretical Guarantees: A Model-Agnostic Meta-Learning Approach*, NeurIPS 2020
+(arXiv 2002.07948).  Algorithm 1 with the first-order (FO) and Hessian-free (HF)
+approximations of §3; a baseline of pFedMe and CGPFL (FORMULAS.md §B.1 eq. 4, §A.10).
+
+Objective: ``min_w (1/N) Σ_i f_i(w − α∇f_i(w))``.  Round ``t`` (sampled clients batched):
+for ``r = 0 … R−1`` with three independent mini-batches ``D, D', D''`` of size ``|D|``:
+
+* ``w̃ = w − α ∇f̃_i(w; D)`` (α = ``inner_lr``);
+* FO: ``w ← w − β ∇f̃_i(w̃; D')``;
+* HF: ``w ← w − β (g − α d)`` with ``g = ∇f̃_i(w̃; D')`` and the Hessian–vector product by
+  central differences ``d = [∇f̃_i(w + δg; D'') − ∇f̃_i(w − δg; D'')] / (2δ)``;
+
+then ``w^{t+1}`` = sample-weighted mean of the sampled clients' models (the engine's
+FedAvg rule; the paper averages uniformly — equal with equal client sizes).
+
+Batches: ``D'`` is drawn first from the round's stream (then the client sample, then
+``D`` and ``D''``), so with ``inner_lr = 0`` the FO variant is exactly FedAvg with
+``lr = β``.  Evaluated as in the paper: ``personalized`` = one local adaptation step
+``w^{t+1} − α ∇f̃_i(w^{t+1}; D_i)`` on a fresh mini-batch (stream 1) for every client;
+``global`` = ``w^{t+1}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from algorithms.base import State, broadcast, hp, register, sample_clients, weighted_mean
+from pfl_theory.validation import nonnegative, positive, positive_int
+
+
+@register("perfedavg")
+@dataclass(frozen=True)
+class PerFedAvg:
+    lr: float = hp(0.02, "outer (meta) learning rate β")
+    inner_lr: float = hp(0.02, "inner / adaptation learning rate α")
+    variant: str = hp("hf", "'fo' (first-order) or 'hf' (Hessian-free)")
+    hf_delta: float = hp(1e-3, "finite-difference step δ of the HF Hessian-vector product")
+    local_rounds: int = hp(20, "local steps R per round")
+    batch_size: int = hp(20, "mini-batch size |D|")
+    clients_per_round: int = hp(10, "clients S sampled per round")
+
+    def __post_init__(self):
+        positive("lr", self.lr)
+        nonnegative("inner_lr", self.inner_lr)
+        positive("hf_delta", self.hf_delta)
+        positive_int("local_rounds", self.local_rounds)
+        positive_int("batch_size", self.batch_size)
+        positive_int("clients_per_round", self.clients_per_round)
+        if self.variant not in ("fo", "hf"):
+            raise ValueError(f"variant must be 'fo' or 'hf', got {self.variant!r}")
+
+    def init(self, fed, model, seed: int) -> State:
+        if self.clients_per_round > fed.num_clients:
+            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
+                             f"clients N={fed.num_clients}")
+        w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
+        return State(0, seed, {"global": w, "personalized": broadcast(w, fed.num_clients)})
+
+    def meta_step(self, model, w, batch, batch2, batch3):
+        """One Per-FedAvg local step for all sampled clients."""
+        g_in, _ = model.grad(w, *batch)
+        w_tilde = {k: w[k] - self.inner_lr * g_in[k] for k in w}
+        g, _ = model.grad(w_tilde, *batch2)
+        if self.variant == "hf":
+            dlt = self.hf_delta
+            gp, _ = model.grad({k: w[k] + dlt * g[k] for k in w}, *batch3)
+            gm, _ = model.grad({k: w[k] - dlt * g[k] for k in w}, *batch3)
+            g = {k: g[k] - self.inner_lr * (gp[k] - gm[k]) / (2 * dlt) for k in g}
+        return {k: w[k] - self.lr * g[k] for k in w}
+
+    def adapt(self, model, w_global, fed, gen):
+        """One adaptation step ``w − α∇f̃_i(w; D_i)`` for every client (evaluation)."""
+        x, y = fed.train.gather(fed.sample_batches(1, self.batch_size, gen)[0])
+        w = broadcast(w_global, fed.num_clients)
+        g, _ = model.grad(w, x, y)
+        return {k: w[k] - self.inner_lr * g[k] for k in w}
+
+    def round(self, state: State, fed, model) -> State:
+        gen = state.generator()
+        outer = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        inner = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        hess = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        x2, y2 = fed.train.gather(outer[:, chosen])
+        x1, y1 = fed.train.gather(inner[:, chosen])
+        x3, y3 = fed.train.gather(hess[:, chosen])
+        w = broadcast(state.models["global"], chosen.numel())
+        for r in range(self.local_rounds):
+            w = self.meta_step(model, w, (x1[r], y1[r]), (x2[r], y2[r]), (x3[r], y3[r]))
+        new_global = weighted_mean(w, fed.train.counts[chosen])
+        personal = self.adapt(model, new_global, fed, state.generator(1))
+        return state.next({"global": new_global, "personalized": personal})
+
+    def evaluated(self, state: State) -> dict:
+        return {"personalized": state.models["personalized"], "global": state.models["global"]}

@@ -1,0 +1,83 @@
+import pytest
+import torch
+
+from algorithms.models import CNN, DNN, MLR, QuadraticMean, build_model
+
+torch.manual_seed(0)
+
+
+def _fd_check(model, n=2, b=3, shape=(4,), classes=3, eps=1e-6):
+    params = model.init(n, seed=1, dtype=torch.float64, same=False)
+    x = torch.randn(n, b, *shape, dtype=torch.float64)
+    y = torch.randint(0, classes, (n, b))
+    grads, _ = model.grad(params, x, y)
+    for k, v in params.items():
+        flat = v.reshape(n, -1)
+        for j in range(0, flat.shape[1], max(1, flat.shape[1] // 5)):
+            plus = {kk: vv.clone() for kk, vv in params.items()}
+            minus = {kk: vv.clone() for kk, vv in params.items()}
+            plus[k].view(n, -1)[:, j] += eps
+            minus[k].view(n, -1)[:, j] -= eps
+            fd = (model.per_client_loss(plus, x, y) - model.per_client_loss(minus, x, y)) / (2 * eps)
+            # central differences in float64: truncation O(eps^2), round-off ~1e-16/eps
+            torch.testing.assert_close(grads[k].reshape(n, -1)[:, j], fd, atol=1e-7, rtol=1e-6)
+
+
+def test_mlr_gradient_matches_finite_differences():
+    _fd_check(MLR(4, 3, l2=0.1))
+
+
+def test_dnn_gradient_matches_finite_differences():
+    _fd_check(DNN(4, 3, hidden=5))
+
+
+def test_cnn_gradient_matches_finite_differences():
+    _fd_check(CNN(2, 16, 3, channels=(2, 3), hidden=4), shape=(2, 16, 16))
+
+
+@pytest.mark.parametrize("model,shape", [(MLR(6, 4), (6,)), (DNN(6, 4, hidden=7), (6,)),
+                                         (CNN(1, 16, 4, channels=(2, 3), hidden=5), (1, 16, 16))])
+def test_batched_forward_equals_per_client_forward(model, shape):
+    params = model.init(3, seed=2, dtype=torch.float64, same=False)
+    x = torch.randn(3, 5, *shape, dtype=torch.float64)
+    out = model.forward(params, x)
+    for i in range(3):
+        single = model.forward({k: v[i:i + 1] for k, v in params.items()}, x[i:i + 1])
+        torch.testing.assert_close(out[i:i + 1], single, rtol=0, atol=1e-12)
+
+
+def test_mlr_forward_is_affine_softmax_logits():
+    model = MLR(3, 2)
+    params = model.init(1, seed=0, dtype=torch.float64)
+    x = torch.randn(1, 4, 3, dtype=torch.float64)
+    expected = x[0] @ params["fc.weight"][0] + params["fc.bias"][0]
+    torch.testing.assert_close(model.forward(params, x)[0], expected)
+
+
+def test_init_same_and_independent():
+    model = DNN(4, 3, hidden=5)
+    same = model.init(3, seed=0)
+    diff = model.init(3, seed=0, same=False)
+    assert torch.equal(same["fc1.weight"][0], same["fc1.weight"][2])
+    assert not torch.equal(diff["fc1.weight"][0], diff["fc1.weight"][2])
+    assert torch.equal(model.init(1, seed=5)["fc2.bias"], model.init(1, seed=5)["fc2.bias"])
+
+
+def test_quadratic_mean_gradient_is_theta_minus_batch_mean():
+    model = QuadraticMean(3)
+    params = {"theta": torch.randn(2, 3, dtype=torch.float64)}
+    x = torch.randn(2, 5, 3, dtype=torch.float64)
+    g, _ = model.grad(params, x, torch.zeros(2, 5, dtype=torch.long))
+    torch.testing.assert_close(g["theta"], params["theta"] - x.mean(1))
+
+
+def test_build_model_errors():
+    class Fake:
+        feature_shape = (3, 8, 9)
+        num_classes = 2
+    with pytest.raises(ValueError):
+        build_model("cnn", Fake())
+    with pytest.raises(ValueError):
+        build_model("transformer", Fake())
+    with pytest.raises(ValueError):
+        MLR(0, 3)

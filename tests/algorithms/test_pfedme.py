@@ -1,0 +1,147 @@
+import numpy as np
+import pytest
+import torch
+
+from algorithms import reference_loop
+from algorithms.fedavg import FedAvg
+from algorithms.models import DNN, MLR, QuadraticMean
+from algorithms.pfedme import PFedMe
+from synthetic import fedprox
+from synthetic.federation import Federation
+
+
+@pytest.fixture(scope="module")
+def small_fed():
+    return fedprox.federation(0.5, 0.5, num_clients=6, dim=10, num_classes=4,
+                              size_multiplier=1, seed=3, device="cpu", dtype=torch.float64)
+
+
+def _assert_states_equal(a, b, atol):
+    assert a.models.keys() == b.models.keys()
+    for name in a.models:
+        for k in a.models[name]:
+            torch.testing.assert_close(a.models[name][k], b.models[name][k], rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("model_cls", [MLR, DNN])
+@pytest.mark.parametrize("aggregation", ["uniform", "weighted"])
+def test_batched_equals_reference_loop(small_fed, model_cls, aggregation):
+    model = model_cls(10, 4) if model_cls is MLR else DNN(10, 4, hidden=6)
+    alg = PFedMe(lam=15, lr=0.05, personal_lr=0.05, inner_steps=3, local_rounds=4,
+                 batch_size=5, beta=1.5, clients_per_round=4, aggregation=aggregation,
+                 code_l2=0.001)
+    s_batched = s_ref = alg.init(small_fed, model, seed=7)
+    for _ in range(3):
+        s_batched = alg.round(s_batched, small_fed, model)
+        s_ref = reference_loop.pfedme_round(alg, s_ref, small_fed, model)
+        # float64; the two differ only in summation order (batched bmm vs per-client mm)
+        _assert_states_equal(s_batched, s_ref, atol=1e-11)
+
+
+def test_fedavg_batched_equals_reference_loop(small_fed):
+    model = DNN(10, 4, hidden=6)
+    alg = FedAvg(lr=0.1, local_rounds=3, batch_size=4, clients_per_round=3)
+    s_batched = s_ref = alg.init(small_fed, model, seed=1)
+    for _ in range(3):
+        s_batched = alg.round(s_batched, small_fed, model)
+        s_ref = reference_loop.fedavg_round(alg, s_ref, small_fed, model)
+        _assert_states_equal(s_batched, s_ref, atol=1e-11)  # float64, summation order only
+
+
+def test_large_lambda_personalized_model_collapses_to_local_model(small_fed):
+    model = MLR(10, 4)
+    gaps = []
+    for lam in (1e2, 1e4):
+        # step sizes scaled so every update is a stable contraction (lr·λ ≤ 1)
+        alg = PFedMe(lam=lam, lr=0.5 / lam, personal_lr=1.0 / (lam + 10), inner_steps=5,
+                     local_rounds=3, batch_size=5, clients_per_round=6)
+        state = alg.round(alg.init(small_fed, model, seed=0), small_fed, model)
+        diff = state.models["personalized"]["fc.weight"] - state.models["local"]["fc.weight"]
+        gaps.append(float(diff.abs().max()))
+    assert gaps[1] < 1e-3
+    assert gaps[1] < gaps[0] / 50  # the gap shrinks like 1/λ (λ grew 100×)
+
+
+def _quadratic_federation(centres, n=8):
+    xs = [np.tile(c, (n, 1)) for c in centres]
+    ys = [np.zeros(n, dtype=np.int64) for _ in centres]
+    return Federation.from_client_arrays(xs, ys, num_classes=2, device="cpu",
+                                         dtype=torch.float64)
+
+
+def test_one_round_with_exact_prox_is_gradient_descent_on_the_envelope():
+    rng = np.random.RandomState(0)
+    centres = rng.randn(5, 3)
+    fed = _quadratic_federation(centres)
+    model = QuadraticMean(3)
+    lam, eta = 4.0, 0.3
+    # personal_lr = 1/(1+λ): one inner step solves the prox of ½‖θ−c‖² exactly
+    alg = PFedMe(lam=lam, lr=eta, personal_lr=1 / (1 + lam), inner_steps=3, local_rounds=1,
+                 batch_size=4, beta=1.0, clients_per_round=5)
+    state = alg.init(fed, model, seed=0)
+    w0 = torch.tensor(rng.randn(1, 3))
+    state = state.replace(models={**state.models, "global": {"theta": w0}})
+    new = alg.round(state, fed, model)
+    w = w0.numpy()[0]
+    prox = (centres + lam * w) / (1 + lam)             # θ̂_i(w), closed form
+    grad_f = (lam * (w - prox)).mean(0)                 # ∇F(w) = mean λ(w − θ̂_i), eq. (6)
+    np.testing.assert_allclose(new.models["global"]["theta"][0].numpy(), w - eta * grad_f,
+                               rtol=0, atol=1e-12)      # exact arithmetic up to rounding
+    np.testing.assert_allclose(new.models["personalized"]["theta"].numpy(), prox, atol=1e-12)
+
+
+def test_uniform_and_weighted_aggregation_coincide_for_equal_sizes():
+    centres = np.random.RandomState(1).randn(4, 2)
+    fed = _quadratic_federation(centres)
+    model = QuadraticMean(2)
+    kw = dict(lam=3.0, lr=0.1, personal_lr=0.2, inner_steps=2, local_rounds=2, batch_size=3,
+              clients_per_round=2)
+    a = PFedMe(aggregation="uniform", **kw)
+    b = PFedMe(aggregation="weighted", **kw)
+    sa = a.round(a.init(fed, model, 0), fed, model)
+    sb = b.round(b.init(fed, model, 0), fed, model)
+    torch.testing.assert_close(sa.models["global"]["theta"], sb.models["global"]["theta"])
+
+
+def test_beta_extrapolates_between_old_and_averaged_model():
+    centres = np.random.RandomState(2).randn(3, 2)
+    fed = _quadratic_federation(centres)
+    model = QuadraticMean(2)
+    kw = dict(lam=3.0, lr=0.1, personal_lr=0.2, inner_steps=2, local_rounds=2, batch_size=3,
+              clients_per_round=3)
+    s0 = PFedMe(**kw).init(fed, model, 0)
+    s0 = s0.replace(models={**s0.models, "global": {"theta": torch.ones(1, 2, dtype=torch.float64)}})
+    avg = PFedMe(beta=1.0, **kw).round(s0, fed, model).models["global"]["theta"]
+    ext = PFedMe(beta=2.5, **kw).round(s0, fed, model).models["global"]["theta"]
+    torch.testing.assert_close(ext, -1.5 * torch.ones(1, 2, dtype=torch.float64) + 2.5 * avg)
+
+
+def test_fedavg_on_iid_quadratic_reaches_the_optimum():
+    rng = np.random.RandomState(0)
+    c = np.array([3.0, -2.0, 1.0])
+    xs = [c + rng.randn(200, 3) for _ in range(5)]
+    ys = [np.zeros(200, dtype=np.int64) for _ in xs]
+    fed = Federation.from_client_arrays(xs, ys, num_classes=2, device="cpu", dtype=torch.float64)
+    alg = FedAvg(lr=0.1, local_rounds=5, batch_size=20, clients_per_round=5)
+    model = QuadraticMean(3)
+    state = alg.init(fed, model, seed=0)
+    for _ in range(60):
+        state = alg.round(state, fed, model)
+    optimum = fed.train.x.mean(0)  # minimiser of Σ_i n_i f_i(θ) = pooled train mean
+    err = float((state.models["global"]["theta"][0] - optimum).abs().max())
+    # constant-step SGD noise: per-coordinate std ≈ sqrt(lr σ² / (2 B S)) ≈ 0.022; 0.15 ≈ 7 std
+    assert err < 0.15, err
+
+
+@pytest.mark.parametrize("kwargs", [dict(lam=0), dict(lam=-1), dict(inner_steps=0),
+                                    dict(local_rounds=0), dict(batch_size=0),
+                                    dict(clients_per_round=0), dict(aggregation="median"),
+                                    dict(beta=0)])
+def test_bad_hyperparameters(kwargs):
+    with pytest.raises(ValueError):
+        PFedMe(**kwargs)
+
+
+def test_more_sampled_than_clients_is_an_error(small_fed):
+    with pytest.raises(ValueError, match="clients_per_round"):
+        PFedMe(clients_per_round=7).init(small_fed, MLR(10, 4), 0)

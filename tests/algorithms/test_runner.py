@@ -1,0 +1,77 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from algorithms.fedavg import FedAvg
+from algorithms.models import MLR, QuadraticMean
+from algorithms.pfedme import PFedMe
+from algorithms.runner import NonFiniteError, run
+from synthetic import fedprox
+from synthetic.federation import Federation
+
+
+@pytest.fixture(scope="module")
+def fed():
+    return fedprox.federation(0.5, 0.5, num_clients=5, dim=8, num_classes=3,
+                              size_multiplier=1, seed=0, device="cpu")
+
+
+def _zero_label_federation():
+    xs = [np.random.RandomState(i).randn(30, 8) for i in range(5)]
+    return Federation.from_client_arrays(xs, [np.zeros(30, dtype=np.int64)] * 5, num_classes=2,
+                                         device="cpu")
+
+
+def _strip(entries):
+    return [{k: v for k, v in e.items() if k != "wall_seconds"} for e in entries]
+
+
+def test_same_seed_same_history_and_files_written(fed, tmp_path):
+    alg = PFedMe(local_rounds=2, inner_steps=2, clients_per_round=3)
+    model = MLR(8, 3)
+    a = run(alg, fed, model, rounds=4, seed=1, eval_every=2, out_dir=tmp_path, progress=False)
+    b = run(alg, fed, model, rounds=4, seed=1, eval_every=2, progress=False)
+    c = run(alg, fed, model, rounds=4, seed=2, eval_every=2, progress=False)
+    assert _strip(a.history.entries) == _strip(b.history.entries)
+    assert _strip(a.history.entries) != _strip(c.history.entries)
+    assert [e["round"] for e in a.history.entries] == [2, 4]
+    saved = json.loads((tmp_path / "history.json").read_text())
+    assert saved["config"]["algorithm"] == "pfedme" and len(saved["entries"]) == 2
+    entry = saved["entries"][-1]
+    for key in ("round", "personalized_accuracy", "global_accuracy", "local_accuracy",
+                "personalized_accuracy_low5", "personalized_client_accuracy"):
+        assert key in entry
+    assert len(entry["personalized_client_accuracy"]) == 5
+    header = (tmp_path / "history.csv").read_text().splitlines()[0].split(",")
+    assert "personalized_accuracy" in header and "personalized_client_accuracy" not in header
+
+
+def test_divergence_stops_with_round_and_keeps_history(fed, tmp_path):
+    # lr = 3 on ½‖θ − x‖²: θ ← −2θ + 3x doubles |θ| per step -> float32 overflow by round ~7
+    alg = FedAvg(lr=3.0, local_rounds=20, clients_per_round=5)
+    with pytest.raises(NonFiniteError) as err:
+        run(alg, _zero_label_federation(), QuadraticMean(8), rounds=20, out_dir=tmp_path,
+            progress=False)
+    assert 2 <= err.value.round < 20 and f"round {err.value.round}" in str(err.value)
+    saved = json.loads((tmp_path / "history.json").read_text())
+    assert [e["round"] for e in saved["entries"]] == list(range(1, err.value.round))
+
+
+def test_state_round_counter_and_resume_from_state(fed):
+    alg = FedAvg(local_rounds=2, clients_per_round=2)
+    model = MLR(8, 3)
+    full = run(alg, fed, model, rounds=4, seed=3, progress=False)
+    half = run(alg, fed, model, rounds=2, seed=3, progress=False)
+    rest = run(alg, fed, model, rounds=4, seed=3, progress=False, state=half.state)
+    assert full.state.round == 4
+    for k in full.state.models["global"]:
+        assert torch.equal(full.state.models["global"][k], rest.state.models["global"][k])
+
+
+def test_bad_arguments(fed):
+    with pytest.raises(ValueError):
+        run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=0, progress=False)
+    with pytest.raises(ValueError):
+        run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=1, eval_every=0, progress=False)

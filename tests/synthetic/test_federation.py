@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from synthetic.federation import Federation
+
+
+def _arrays(sizes, dim=3, seed=0):
+    rng = np.random.RandomState(seed)
+    xs = [rng.randn(n, dim) for n in sizes]
+    ys = [rng.randint(0, 4, n) for n in sizes]
+    return xs, ys
+
+
+@given(st.lists(st.integers(2, 40), min_size=1, max_size=6), st.floats(0.1, 0.9))
+def test_flat_storage_preserves_every_sample(sizes, frac):
+    xs, ys = _arrays(sizes)
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, train_fraction=frac,
+                                        device="cpu", dtype=torch.float64)
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        parts = []
+        for split in (fed.train, fed.test):
+            o, c = int(split.offsets[i]), int(split.counts[i])
+            parts.append(split.x[o:o + c].numpy())
+        got = np.concatenate(parts)
+        # same multiset of rows (shuffled): compare sorted rows
+        np.testing.assert_array_equal(np.sort(got, axis=0), np.sort(x, axis=0))
+        assert int(fed.train.counts[i]) >= 1 and int(fed.test.counts[i]) >= 1
+
+
+def test_sample_batches_stay_inside_each_client_and_are_deterministic():
+    xs, ys = _arrays([5, 50, 7])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    idx = fed.sample_batches(4, 30, torch.Generator().manual_seed(1))
+    again = fed.sample_batches(4, 30, torch.Generator().manual_seed(1))
+    assert idx.shape == (4, 3, 30) and torch.equal(idx, again)
+    lo = fed.train.offsets[None, :, None]
+    hi = lo + fed.train.counts[None, :, None]
+    assert bool(((idx >= lo) & (idx < hi)).all())
+    # with 4*30 draws from 3 train samples, every sample of client 0 appears
+    assert set(idx[:, 0].flatten().tolist()) == set(range(int(lo[0, 0, 0]), int(hi[0, 0, 0])))
+
+
+def test_chunks_cover_each_sample_once():
+    xs, ys = _arrays([3, 17, 9, 2])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu",
+                                        dtype=torch.float64)
+    seen = torch.zeros(fed.train.x.shape[0], dtype=torch.long)
+    for clients, x, y, mask in fed.train.chunks(chunk=4):
+        assert x.shape[:2] == mask.shape and y.shape == mask.shape
+        # locate each valid row in the flat array by exact match of its features
+        for row in range(clients.numel()):
+            for col in torch.nonzero(mask[row]).flatten().tolist():
+                hits = torch.nonzero((fed.train.x == x[row, col]).all(1)).flatten()
+                assert hits.numel() == 1
+                seen[hits] += 1
+    assert torch.equal(seen, torch.ones_like(seen))
+
+
+@pytest.mark.parametrize("bad", [
+    dict(xs=[np.zeros((3, 2))], ys=[np.zeros(2, int)]),
+    dict(xs=[np.zeros((1, 2))], ys=[np.zeros(1, int)]),
+    dict(xs=[np.zeros((3, 2)), np.zeros((3, 4))], ys=[np.zeros(3, int)] * 2),
+    dict(xs=[np.zeros((3, 2))], ys=[np.array([0, 1, 5])], num_classes=3),
+    dict(xs=[np.zeros((3, 2))], ys=[np.array([0.5, 1, 2])]),
+    dict(xs=[], ys=[]),
+])
+def test_bad_input(bad):
+    with pytest.raises(ValueError):
+        Federation.from_client_arrays(**bad, device="cpu")
+
+
+def test_to_changes_dtype_keeps_labels():
+    xs, ys = _arrays([4, 6])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu").to(dtype=torch.float64)
+    assert fed.dtype == torch.float64 and fed.train.y.dtype == torch.long

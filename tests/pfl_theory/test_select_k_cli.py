@@ -1,0 +1,70 @@
+"""``pflt select-k``: smoke runs (planted spec, .npy file, JSON) and bad input."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pfl_theory.cli import main
+from synthetic.contexts import planted_model_vectors
+
+
+def test_planted_table(capsys):
+    assert main(["select-k", "--planted", "16,3,4", "--noise", "0.3", "--mu", "0.1",
+                 "--restarts", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "K_hat = 3" in out and "planted K0 = 3" in out
+    assert out.count("<- K_hat") == 1
+
+
+def test_models_file_json_matches_independent_e(tmp_path, capsys):
+    x, _ = planted_model_vectors(10, 2, 3, separation=8.0, noise=0.2, seed=1)
+    path = tmp_path / "models.npy"
+    np.save(path, x)
+    assert main(["select-k", "--models", str(path), "--mu", "0.2", "--m", "500", "--json",
+                 "--restarts", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["k_hat"] == 2 and out["ks"] == [1, 2, 3, 4, 5]
+    lg = math.log(math.e * 500 / 3)
+    expected = [math.sqrt(3 * k / 500 * lg) + 0.2 * c for k, c in zip(out["ks"], out["cost"])]
+    np.testing.assert_allclose(out["e"], expected, rtol=1e-12)
+    assert len(out["labels"]) == 10 and out["m"] == 500 and out["d"] == 3
+
+
+def test_default_m_and_client_sizes(tmp_path, capsys):
+    x, _ = planted_model_vectors(6, 2, 2, separation=5.0, noise=0.1, seed=2)
+    np.save(tmp_path / "m.npy", x)
+    assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["m"] == 600  # documented default 100 * N
+    np.save(tmp_path / "s.npy", np.arange(1, 7) * 10.0)
+    assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--client-sizes",
+                 str(tmp_path / "s.npy"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["m"] == 210
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--models", "/no/such/file.npy"], "not found"),
+    (["--planted", "10,3"], "three integers"),
+    (["--planted", "10,3,4", "--m", "0.5"], "log"),
+    (["--planted", "10,3,4", "--k-max", "11"], "k_max"),
+    (["--planted", "10,3,4", "--mu", "-1"], "mu"),
+    (["--planted", "2,3,4"], "k0 must be <= num_clients"),
+])
+def test_bad_input(argv, msg, capsys):
+    assert main(["select-k", *argv]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_wrong_shapes(tmp_path, capsys):
+    np.save(tmp_path / "v.npy", np.zeros(5))
+    assert main(["select-k", "--models", str(tmp_path / "v.npy")]) == 2
+    assert "shape [N, d]" in capsys.readouterr().err
+    np.save(tmp_path / "m.npy", np.random.default_rng(0).normal(size=(6, 2)))
+    np.save(tmp_path / "s.npy", np.ones(4))
+    assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--client-sizes",
+                 str(tmp_path / "s.npy")]) == 2
+    assert "--client-sizes must have shape [6]" in capsys.readouterr().err
+    (tmp_path / "bad.npy").write_text("not numpy")
+    assert main(["select-k", "--models", str(tmp_path / "bad.npy")]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -1,0 +1,214 @@
+"""PLGU Fig. 1/6 and Fig. 5 analogues: do sharpness-aware personalization methods lift the
+poorest clients on a label-skewed federation?
+
+PLGU — Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
+Learning?* (CVPR 2023); FORMULAS.md §D.5–D.9.  Toolkit setting, NOT the paper's (CIFAR with
+ResNets): a Synthetic(0, 0) IID pool (FedProx generator, 30-d, labels argmax(xW + b)) reduced
+to its 8 largest classes, each capped at ``CAP`` samples, split by
+:func:`synthetic.partition.label_skew_partition` into N clients with 3 classes each (sizes
+U{40..100}, 75/25 train/test); a 4-layer MLP (L = 4, so D ∈ {0..4}); S = 25 clients per round.
+Quick: N = 50, 40 rounds, one seed, D ∈ {0, 2, 4}; full: N = 100, 120 rounds, 3 seeds, D ∈ {0..4}.
+
+Writes
+* ``plgu_client_ecdf.png/.csv`` — ECDF of the final per-client test accuracy of FedAvg,
+  FedSAM, Ditto, FedRep, pFedHN, PLGU-LF (global and personalized), PLGU-GRep, PLGU-GHN;
+* ``plgu_table.csv/.md`` — the same methods plus ρ = 0 ablations of PLGU-LF and PLGU-GRep
+  (separating the perturbation's effect from the schemes' structure): average (mean over clients), lowest-5% and top-5% (mean of the
+  worst / best ⌈0.05 N⌉ clients, §D.9 choice), mean ± sd over seeds;
+* ``plgu_effect_of_D.png/.csv`` — PLGU-LF's three numbers against D (Fig. 5 analogue).
+
+Every method uses the same lr 0.2, K = 10 local steps of batch 20 (FedRep / PLGU-GRep: 10 head
+steps, then one body step resp. eqs. 11–13), ρ = 0.05 (paper default), D = 2, Ditto λ = 0.75
+(paper), pFedHN α = 1.  No tuning on the test split.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from algorithms.base import get_algorithm  # noqa: E402
+from algorithms.evaluation import evaluate, summarize  # noqa: E402
+from algorithms.models import Model, _dense, _uniform  # noqa: E402
+from synthetic.federation import Federation  # noqa: E402
+from synthetic.fedprox import generate  # noqa: E402
+from synthetic.partition import label_skew_partition  # noqa: E402
+
+CLASSES, CAP, DIM = 8, 1500, 30
+COMMON = dict(lr=0.2, batch_size=20, clients_per_round=25)
+METHODS = [  # (label, registry name, hyper-parameters, evaluated model)
+    ("FedAvg", "fedavg", dict(local_rounds=10), "global"),
+    ("FedSAM", "fedsam", dict(local_rounds=10, rho=0.05), "global"),
+    ("Ditto", "ditto", dict(local_rounds=10, lam=0.75, personal_lr=0.2), "personalized"),
+    ("FedRep", "fedrep", dict(head_steps=10, local_rounds=1), "personalized"),
+    ("pFedHN", "pfedhn", dict(local_rounds=10, hn_lr=1.0), "personalized"),
+    ("PLGU-LF (G)", "plgu-lf", dict(local_rounds=10, rho=0.05, personalized_layers=2), "global"),
+    ("PLGU-LF (P)", "plgu-lf", dict(local_rounds=10, rho=0.05, personalized_layers=2), "personalized"),
+    ("PLGU-GRep", "plgu-grep", dict(head_steps=10, rho=0.05), "personalized"),
+    ("PLGU-GHN", "plgu-ghn", dict(local_rounds=10, hn_lr=1.0, rho=0.05), "personalized"),
+    # ρ = 0 ablations: what PLGU's structure gives without the perturbation (PLGU-GHN at
+    # ρ = 0 is pFedHN exactly, so it has no extra row)
+    ("PLGU-LF ρ=0 (P)", "plgu-lf", dict(local_rounds=10, rho=0.0, personalized_layers=2), "personalized"),
+    ("PLGU-GRep ρ=0", "plgu-grep", dict(head_steps=10, rho=0.0), "personalized"),
+]
+
+
+class MLP(Model):
+    """ReLU MLP ``dim → hidden × depth → classes`` (L = depth + 1 layers) for the D sweep."""
+
+    def __init__(self, dim: int, num_classes: int, hidden: int = 32, depth: int = 3):
+        self.sizes = [dim] + [hidden] * depth + [num_classes]
+        self.layers = [[f"fc{j}.weight", f"fc{j}.bias"] for j in range(len(self.sizes) - 1)]
+
+    def init_single(self, gen):
+        out = {}
+        for j, (a, b) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
+            out[f"fc{j}.weight"] = _uniform((a, b), a, gen)
+            out[f"fc{j}.bias"] = _uniform((b,), a, gen)
+        return out
+
+    def forward(self, params, x):
+        h = x.flatten(2)
+        for j in range(len(self.layers)):
+            h = _dense(h, params[f"fc{j}.weight"], params[f"fc{j}.bias"])
+            if j < len(self.layers) - 1:
+                h = torch.relu(h)
+        return h
+
+
+def federation(*, num_clients: int, seed: int) -> Federation:
+    """The label-skewed federation described in the module docstring (CPU, float32)."""
+    xs, ys = generate(0.0, 0.0, iid=True, num_clients=60, dim=DIM, num_classes=10,
+                      size_multiplier=2, seed=seed)
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    keep = np.argsort(-np.bincount(y, minlength=10), kind="stable")[:CLASSES]
+    rng = np.random.default_rng(seed)
+    idx = np.concatenate([rng.permutation(np.flatnonzero(y == c))[:CAP] for c in keep])
+    relabel = np.full(10, -1)
+    relabel[keep] = np.arange(CLASSES)
+    part = label_skew_partition(x[idx], relabel[y[idx]], num_clients=num_clients,
+                                classes_per_client=3, size_range=(40, 100), seed=seed,
+                                replace=True)
+    return Federation.from_client_arrays(part.xs, part.ys, num_classes=CLASSES, seed=seed,
+                                         device="cpu", dtype=torch.float32,
+                                         name=f"synthetic-pool label-skew N={num_clients}")
+
+
+def client_accuracy(name: str, hps: dict, fed, model, *, rounds: int, seed: int
+                    ) -> dict[str, np.ndarray]:
+    """Final per-client test accuracy of every model the algorithm evaluates."""
+    alg = get_algorithm(name)(**COMMON, **hps)
+    state = alg.init(fed, model, seed)
+    for _ in range(rounds):
+        state = alg.round(state, fed, model)
+    return {which: evaluate(model, params, fed.test)[0].numpy()
+            for which, params in alg.evaluated(state).items()}
+
+
+def stats(acc: np.ndarray) -> tuple[float, float, float]:
+    s = summarize(torch.as_tensor(acc), torch.ones(len(acc)))
+    return s["mean"], s["low5"], s["top5"]
+
+
+def _csv(path: pathlib.Path, header, rows) -> pathlib.Path:
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
+    torch.set_num_threads(1)
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    n_clients, rounds, seeds = (50, 40, [seed]) if quick else (100, 120, [seed, seed + 1, seed + 2])
+    results = {label: [] for label, *_ in METHODS}
+    d_values = [0, 2, 4] if quick else [0, 1, 2, 3, 4]
+    d_results = {d: [] for d in d_values}
+    for s in seeds:
+        fed = federation(num_clients=n_clients, seed=s)
+        model = MLP(DIM, CLASSES)
+        cache: dict = {}
+
+        def accuracies(name, hps):
+            key = (name, tuple(sorted(hps.items())))
+            if key not in cache:
+                cache[key] = client_accuracy(name, hps, fed, model, rounds=rounds, seed=s)
+            return cache[key]
+
+        for label, name, hps, which in METHODS:
+            results[label].append(accuracies(name, hps)[which])
+        for d in d_values:
+            acc = accuracies("plgu-lf", dict(local_rounds=10, rho=0.05, personalized_layers=d))
+            d_results[d].append([acc["global"], acc["personalized"]])
+    files = []
+    # ECDF of per-client accuracy (all seeds pooled)
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    ecdf_rows = []
+    for label in (m[0] for m in METHODS if "ρ=0" not in m[0]):   # ablations: table only
+        acc = np.sort(np.concatenate(results[label]))
+        frac = np.arange(1, len(acc) + 1) / len(acc)
+        ax.step(acc, frac, where="post", label=label, lw=2 if label.startswith("PLGU") else 1,
+                ls="-" if label.startswith("PLGU") else "--")
+        ecdf_rows += [[label, f"{a:.6f}", f"{f:.6f}"] for a, f in zip(acc, frac)]
+    ax.set_xlabel("client test accuracy")
+    ax.set_ylabel("fraction of clients ≤ x")
+    ax.set_title(f"label skew, N={n_clients}, 3 of {CLASSES} classes/client, {rounds} rounds")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    files += [out / "plgu_client_ecdf.png", _csv(out / "plgu_client_ecdf.csv",
+                                                 ["method", "accuracy", "ecdf"], ecdf_rows)]
+    fig.savefig(files[0], dpi=120)
+    plt.close(fig)
+    # table: mean ± sd over seeds of (average, lowest 5%, top 5%)
+    rows, md = [], ["| method | average | lowest 5% | top 5% |", "|---|---|---|---|"]
+    for label, *_ in METHODS:
+        per_seed = np.array([stats(a) for a in results[label]])
+        mu, sd = per_seed.mean(0), per_seed.std(0)
+        rows.append([label] + [f"{v:.4f}" for v in mu] + [f"{v:.4f}" for v in sd])
+        md.append(f"| {label} | " + " | ".join(
+            f"{100 * m:.2f}" + (f" ± {100 * e:.2f}" if len(seeds) > 1 else "") for m, e in zip(mu, sd)) + " |")
+    files.append(_csv(out / "plgu_table.csv", ["method", "average", "lowest5", "top5",
+                                               "sd_average", "sd_lowest5", "sd_top5"], rows))
+    (out / "plgu_table.md").write_text(
+        f"Client test accuracy (%), N={n_clients}, {rounds} rounds, seeds {seeds}; "
+        f"lowest/top 5% = mean of the worst/best ceil(0.05 N) = {math.ceil(0.05 * n_clients)} clients.\n\n"
+        + "\n".join(md) + "\n")
+    files.append(out / "plgu_table.md")
+    # effect of D
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
+    d_rows = []
+    for k, (ax, which) in enumerate(zip(axes, ("global", "personalized"))):
+        vals = np.array([[stats(r[k]) for r in d_results[d]] for d in d_values]).mean(1)
+        for j, name in enumerate(("average", "lowest 5%", "top 5%")):
+            ax.plot(d_values, vals[:, j], marker="o", label=name)
+        ax.set_title(f"PLGU-LF {which}")
+        ax.set_xlabel("D = personalized (unperturbed) layers")
+        d_rows += [[which, d, *(f"{v:.4f}" for v in vals[i])] for i, d in enumerate(d_values)]
+    axes[0].set_ylabel("client test accuracy")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    files += [out / "plgu_effect_of_D.png", _csv(out / "plgu_effect_of_D.csv",
+                                                 ["model", "D", "average", "lowest5", "top5"], d_rows)]
+    fig.savefig(files[-2], dpi=120)
+    plt.close(fig)
+    return files
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    import time
+
+    t0 = time.perf_counter()
+    paths = make(sys.argv[1] if len(sys.argv) > 1 else "/tmp/plgu_fig",
+                 quick="--full" not in sys.argv)
+    print(f"{time.perf_counter() - t0:.1f}s", *map(str, paths), sep="\n")

@@ -20,11 +20,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tqdm.auto import tqdm
 
 from algorithms.base import State
+from algorithms.checkpoint import save_checkpoint
 from algorithms.evaluation import evaluate, summarize
 
 
@@ -42,6 +43,11 @@ class NonFiniteError(RuntimeError):
 class History:
     config: dict[str, Any]
     entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @staticmethod
+    def load(out_dir: str | Path) -> "History":
+        data = json.loads((Path(out_dir) / "history.json").read_text())
+        return History(data["config"], data["entries"])
 
     def last(self) -> dict[str, Any]:
         return self.entries[-1] if self.entries else {}
@@ -102,8 +108,14 @@ def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: 
 
 def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every: int = 1,
         out_dir: str | Path | None = None, progress: bool = True, state: State | None = None,
-        train_loss: bool = True, config: dict[str, Any] | None = None) -> RunResult:
-    """Run ``rounds`` communication rounds (continuing from ``state`` when given)."""
+        history: History | None = None, train_loss: bool = True,
+        config: dict[str, Any] | None = None, checkpoint_every: int | None = None,
+        on_round: Callable[[State], None] | None = None) -> RunResult:
+    """Run until round ``rounds`` (continuing from ``state``/``history`` when given).
+
+    ``checkpoint_every=k`` writes ``out_dir/checkpoint.pt`` atomically every ``k`` rounds
+    and after the last (:mod:`algorithms.checkpoint`); ``on_round(state)`` is called after
+    each round (and its checkpoint)."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     if eval_every < 1:
@@ -113,7 +125,9 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
            "num_clients": federation.num_clients, "model": type(model).__name__,
            "rounds": rounds, "seed": seed, "eval_every": eval_every,
            "device": str(federation.device), "dtype": str(federation.dtype), **(config or {})}
-    history = History(cfg)
+    if checkpoint_every is not None and (checkpoint_every < 1 or out_dir is None):
+        raise ValueError("checkpoint_every needs a value >= 1 and an out_dir")
+    history = History(cfg) if history is None else history
     state = algorithm.init(federation, model, seed) if state is None else state
     start_wall = time.perf_counter()
     bar = tqdm(range(state.round, rounds), desc=cfg["algorithm"], unit="round",
@@ -134,4 +148,8 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
                 bar.set_postfix({first: f"{entry[first]:.4f}"})
             if out_dir is not None:
                 history.save(out_dir)
+        if checkpoint_every and (state.round % checkpoint_every == 0 or state.round == rounds):
+            save_checkpoint(Path(out_dir) / "checkpoint.pt", state, algorithm)
+        if on_round is not None:
+            on_round(state)
     return RunResult(history, state)

@@ -4,13 +4,15 @@ Sub-commands are discovered from the modules of :mod:`pfl_theory.commands`: each
 defines ``add_parser(subparsers)`` which registers its sub-command and sets
 ``func=<callable(args) -> int>`` as default.  User errors (bad input) are raised as
 :class:`UserError` or ``ValueError`` and reported in one line with exit code 2 — no
-traceback.
+traceback
+(set ``PFLT_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -40,13 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # sub-commands may need to know which options were given explicitly
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
         return int(args.func(args) or 0)
     except (UserError, ValueError, FileNotFoundError) as exc:
+        if os.environ.get("PFLT_DEBUG"):
+            raise
         print(f"pflt {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

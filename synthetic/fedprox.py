@@ -24,6 +24,8 @@ script used 0.9 — a parameter).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from pfl_theory.validation import nonnegative, positive_int
@@ -36,9 +38,19 @@ def generate(alpha: float, beta: float, *, iid: bool = False, num_clients: int =
     labels ``ys[i]`` (int64 ``[n_i]``), in generation order, unshuffled.
 
     ``alpha`` controls how much client models differ, ``beta`` how much client feature
-    distributions differ (both standard deviations, ``>= 0``).
+    distributions differ (both standard deviations, ``>= 0``).  The last few draws are
+    memoised (the arrays returned are fresh copies).
     """
-    alpha = nonnegative("alpha", alpha)
+    xs, ys = _generate(nonnegative("alpha", alpha), nonnegative("beta", beta), bool(iid),
+                       positive_int("num_clients", num_clients), positive_int("dim", dim),
+                       positive_int("num_classes", num_classes, minimum=2),
+                       positive_int("size_multiplier", size_multiplier), int(seed))
+    return [x.copy() for x in xs], [y.copy() for y in ys]
+
+
+@functools.lru_cache(maxsize=4)
+def _generate(alpha: float, beta: float, iid: bool, num_clients: int, dim: int,
+              num_classes: int, size_multiplier: int, seed: int):
     beta = nonnegative("beta", beta)
     n_clients = positive_int("num_clients", num_clients)
     dim = positive_int("dim", dim)
@@ -67,7 +79,7 @@ def generate(alpha: float, beta: float, *, iid: bool = False, num_clients: int =
         x = rng.multivariate_normal(mean_x[i], sigma, sizes[i])
         xs.append(x)
         ys.append(np.argmax(x @ w + b, axis=1).astype(np.int64))
-    return xs, ys
+    return tuple(xs), tuple(ys)
 
 
 def federation(alpha: float = 0.5, beta: float = 0.5, *, iid: bool = False,

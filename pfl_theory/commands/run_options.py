@@ -1,0 +1,186 @@
+"""Options of ``pflt run`` / ``pflt sweep``: the parser, TOML configs, resolution.
+
+``resolve(args)`` turns parsed arguments into one ``options`` dict: command-line options
+that were given explicitly override the ``--config`` file, which overrides the defaults;
+``--resume DIR`` takes the saved options of that run (explicit options may only change
+``rounds``, ``checkpoint_every``, ``threads``, ``no_progress``; anything else that differs
+from the saved run — another algorithm, other hyper-parameters — is an error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pfl_theory.cli import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config"}
+
+
+def _bool(text: str) -> bool:
+    if str(text).lower() in ("1", "true", "yes", "on"):
+        return True
+    if str(text).lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def hyperparameter_options() -> dict[str, tuple[type, str, list[str]]]:
+    """name → (type, help, algorithms having it), over all registered algorithms."""
+    from algorithms.base import hyperparameters, registry
+
+    found: dict[str, tuple[type, str, list[str]]] = {}
+    for name, cls in registry().items():
+        for f in hyperparameters(cls):
+            kind = type(f.default) if f.default is not None else str
+            if f.name in found:
+                found[f.name][2].append(name)
+            else:
+                found[f.name] = (kind, f.metadata.get("help", ""), [name])
+    return found
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    from algorithms.base import registry
+
+    g = p.add_argument_group("run")
+    g.add_argument("--config", default=None, help="TOML file with any of these options")
+    g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
+    g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
+    g.add_argument("--model", default="mlr", choices=["mlr", "dnn", "cnn"], help="model (default mlr)")
+    g.add_argument("--hidden", type=int, default=None, help="hidden width of dnn/cnn (dnn default 20)")
+    g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
+    g.add_argument("--rounds", type=int, default=50, help="communication rounds T (default 50)")
+    g.add_argument("--seed", type=int, default=0, help="seed for data, init and sampling")
+    g.add_argument("--eval-every", type=int, default=1, help="evaluate every k rounds")
+    g.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every k rounds")
+    g.add_argument("--out", default="runs/latest", help="output directory (default runs/latest)")
+    g.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    g.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="float type")
+    g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default torch's)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    d = p.add_argument_group("data")
+    d.add_argument("--data", default="synthetic",
+                   help="synthetic | synthetic-iid | digits | mnist5k | mnist:DIR | fmnist:DIR"
+                        " | emnist:DIR | cifar10:DIR | cifar100:DIR (default synthetic)")
+    d.add_argument("--clients", type=int, default=100, help="number of clients N (default 100)")
+    d.add_argument("--synthetic-alpha", type=float, default=0.5, help="Synthetic(α, β): α")
+    d.add_argument("--synthetic-beta", type=float, default=0.5, help="Synthetic(α, β): β")
+    d.add_argument("--partition", default="label-skew", choices=["label-skew", "dirichlet", "iid"],
+                   help="partition of real data (default label-skew)")
+    d.add_argument("--classes-per-client", type=int, default=2, help="label-skew: labels per client")
+    d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
+                   help="label-skew: client sizes uniform in [LO, HI]")
+    d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
+    d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
+    d.add_argument("--max-client-size", type=int, default=None, help="cap samples per client")
+    h = p.add_argument_group("algorithm hyper-parameters (default: the algorithm's own)")
+    for name, (kind, text, owners) in sorted(hyperparameter_options().items()):
+        conv = _bool if kind is bool else kind
+        h.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=conv, default=None,
+                       help=f"{text} [{', '.join(owners)}]")
+
+
+def _explicit(argv: list[str]) -> set[str]:
+    """Destinations of the options given explicitly in ``argv``."""
+    parser = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    add_options(parser)
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+        action.required = False
+    ns, _ = parser.parse_known_args(argv)
+    return set(vars(ns))
+
+
+def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path} is not valid TOML: {exc}") from None
+    flat: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, dict) and key in ("hyperparameters", "data", "run"):
+            flat.update({f"hp_{k}" if key == "hyperparameters" else k: v for k, v in value.items()})
+        else:
+            flat[key] = value
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        dest = key.replace("-", "_")
+        if dest not in valid and f"hp_{dest}" in valid:
+            dest = f"hp_{dest}"
+        if dest not in valid or dest in ("config", "resume"):
+            raise UserError(f"unknown key {key!r} in {path}")
+        out[dest] = value
+    return out
+
+
+def resolve(args: argparse.Namespace) -> dict[str, Any]:
+    """One options dict from defaults < config < explicit command line (< saved run)."""
+    from algorithms.base import get_algorithm, hyperparameters
+
+    values = {k: v for k, v in vars(args).items() if k not in ("func", "command", "argv")}
+    explicit = _explicit(getattr(args, "argv", []))
+    if values.get("config"):
+        for k, v in load_config(values["config"], set(values)).items():
+            if k not in explicit:
+                values[k] = v
+    if values.get("resume"):
+        saved_path = Path(values["resume"]) / "run_options.json"
+        if not saved_path.exists():
+            raise FileNotFoundError(f"{values['resume']} has no run_options.json to resume")
+        saved = json.loads(saved_path.read_text())
+        clash = sorted(k for k in explicit - RESUMABLE if values[k] != saved.get(k))
+        if clash:
+            raise UserError(f"--resume: {', '.join(clash)} differ from the saved run "
+                            f"({', '.join(f'{k}={saved.get(k)!r}' for k in clash)})")
+        for k, v in saved.items():
+            if k not in explicit or k not in RESUMABLE:
+                values[k] = v
+        values["out"] = values["resume"]
+    cls = get_algorithm(values["algorithm"])
+    own = {f.name for f in hyperparameters(cls)}
+    given = {k[3:]: v for k, v in values.items() if k.startswith("hp_") and v is not None}
+    foreign = sorted(set(given) - own)
+    if foreign:
+        raise UserError(f"option(s) {', '.join('--' + f.replace('_', '-') for f in foreign)} "
+                        f"do not apply to {values['algorithm']}")
+    for name in ("rounds", "clients", "eval_every"):
+        if values[name] < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {values[name]}")
+    values["hyperparameters"] = given
+    cls(**given)  # validate hyper-parameters before any data is generated
+    return values
+
+
+def saved(options: dict[str, Any]) -> dict[str, Any]:
+    """The options to store with a run (for ``--resume``)."""
+    return {k: v for k, v in options.items() if k not in ("hyperparameters", "resume", "config")}
+
+
+def data_spec(options: dict[str, Any]):
+    from synthetic.sources import DataSpec
+
+    return DataSpec(data=options["data"], num_clients=options["clients"],
+                    alpha=options["synthetic_alpha"], beta=options["synthetic_beta"],
+                    partition=options["partition"],
+                    classes_per_client=options["classes_per_client"],
+                    size_range=tuple(options["size_range"]) if options["size_range"] else None,
+                    dirichlet_alpha=options["dirichlet_alpha"],
+                    train_fraction=options["train_fraction"],
+                    max_client_size=options["max_client_size"], seed=options["seed"])
+
+
+def data_dict(spec) -> dict[str, Any]:
+    return dataclasses.asdict(spec)

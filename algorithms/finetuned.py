@@ -16,7 +16,8 @@
   by default; ``"head"`` fine-tunes only the last ``head_layers`` layers) — the FedAvg+FT
   baseline of the PPFE paper's Table 1.
 
-Fine-tuning is recomputed from the current global model after every round, for all N
+Defaults ``finetune_steps=20``, ``finetune_lr=0.05`` are toolkit choices (the papers fine-tune
+for a few local epochs at the training rate).  Fine-tuning is recomputed from the current global model after every round, for all N
 clients (mini-batches from the round's random stream 1, so the training trajectory is the
 same as without fine-tuning); the fine-tuned models are never sent back.
 
@@ -51,8 +52,8 @@ def finetune(model, global_params, fed, gen, *, steps: int, batch_size: int, lr:
 
 @dataclass(frozen=True)
 class _FineTuned:
-    finetune_steps: int = hp(10, "local fine-tuning SGD steps for the evaluated personalized model")
-    finetune_lr: float = hp(0.02, "learning rate of the fine-tuning steps")
+    finetune_steps: int = hp(20, "local fine-tuning SGD steps for the evaluated personalized model")
+    finetune_lr: float = hp(0.05, "learning rate of the fine-tuning steps")
 
     def _check_finetune(self):
         positive_int("finetune_steps", self.finetune_steps)

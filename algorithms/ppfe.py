@@ -170,9 +170,9 @@ class PPFE:
         body, head = self.keys_at(0, model)
         return State(0, seed, {"body": subset(w, body),
                                "heads": broadcast(subset(w, head), fed.num_clients)},
-                     {"weights": uniform_flat(fed.train),
+                     {"weights": uniform_flat(fed.train, dtype=fed.dtype),
                       "alphas": torch.zeros(self.num_stages(model), fed.num_clients,
-                                            dtype=torch.float64, device=fed.device)})
+                                            dtype=fed.dtype, device=fed.device)})
 
     @staticmethod
     def stored_stage(state: State) -> int:
@@ -196,11 +196,11 @@ class PPFE:
         prev = self.stage_model(state)
         stats = self._statistics(state, fed, model, prev)
         alphas = state.tensors["alphas"].clone()
-        alphas[s] = stats["alpha"]
+        alphas[s] = stats["alpha"].to(alphas.dtype)
         weights = state.tensors["weights"]
-        if self.reweighting:
+        if self.reweighting:     # eq. (7) in float64, stored in the federation's dtype
             beta = self.inverse_temperature if self.beta_rule == "constant" else stats["alpha"]
-            weights = next_weights(fed.train, weights, stats["score"], beta)
+            weights = next_weights(fed.train, weights, stats["score"], beta).to(weights.dtype)
         body_keys, head_keys = self.keys_at(s + 1, model)
         body = {k: state.models["body"][k] for k in body_keys}
         heads = {k: prev[k].clone() for k in head_keys}
@@ -266,7 +266,7 @@ class PPFE:
         members, s = self.ensemble_members(state)
         stats = self._statistics(state, fed, model, members[-1])
         alphas = state.tensors["alphas"].clone()
-        alphas[s] = stats["alpha"]                 # provisional α of the running stage
+        alphas[s] = stats["alpha"].to(alphas.dtype)   # provisional α of the running stage
         _, summary = ensemble_accuracy(model, members, alphas[:s + 1], fed.test, kind=self.ensemble)
         body_keys, head_keys = self.keys_at(s, model)
         comm = self.communication(model, fed.num_clients, state.round)

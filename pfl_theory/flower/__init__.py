@@ -1,0 +1,25 @@
+"""Registered algorithms on Flower (``flwr``, optional extra ``flower``): a ServerApp
+strategy + ClientApp running the batched engine's own client-update and server-aggregate
+code (N = 1 on each client), so a Flower run equals the in-process engine run.
+
+Modules: :mod:`~pfl_theory.flower.splits` (client/server split per algorithm, no Flower
+needed), :mod:`~pfl_theory.flower.records` (engine objects ↔ Flower records),
+:mod:`~pfl_theory.flower.client` (``make_client_app``), :mod:`~pfl_theory.flower.strategy`
+(``PFLStrategy``, ``make_server_app``), :mod:`~pfl_theory.flower.local` (``simulate`` with
+Flower's Ray simulation or an in-process grid), :mod:`~pfl_theory.flower.app` (module-level
+apps for ``flwr run`` deployments).  See ``docs/flower.md``.
+
+Supported: ``fedavg``, ``pfedme``, ``ditto``, ``fedrep``, ``fedper``, ``lgfedavg``,
+``cgpfl``, ``cgpfl-heur`` (:data:`~pfl_theory.flower.splits.SPLITS`).
+"""
+
+INSTALL_HINT = 'Flower is not installed; install the extra: pip install "pfl-theory[flower]" ' \
+               '(pins flwr[simulation]==1.41.0)'
+
+
+def require_flwr() -> None:
+    """Raise ``ImportError`` with the install command when ``flwr`` is missing."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(INSTALL_HINT) from exc

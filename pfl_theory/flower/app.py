@@ -1,0 +1,117 @@
+"""Module-level Flower apps for a deployment across machines (``flwr run``).
+
+Point a Flower App's ``pyproject.toml`` at them::
+
+    [tool.flwr.app.components]
+    serverapp = "pfl_theory.flower.app:server_app"
+    clientapp = "pfl_theory.flower.app:client_app"
+
+**Run config** (``[tool.flwr.app.config]``, overridable with ``flwr run --run-config``),
+read by the server (and by the clients for the data split):
+
+* ``algorithm`` (str), ``num-clients`` (int N), ``rounds`` (int), ``seed`` (int, default 0),
+  ``model`` (``mlr``/``dnn``/``cnn``, default ``mlr``), ``hidden`` (int, 0 = model default),
+  ``l2`` (float), ``eval-every`` (int, default 1);
+* hyper-parameters as ``hp.<field>`` — in TOML a table ``[tool.flwr.app.config.hp]`` with
+  ``lam = 15.0`` etc. (Flower flattens it to ``hp.lam``); unset ones take the algorithm's
+  defaults;
+* ``out-dir`` (str, optional): the server writes ``state.pt`` (the full engine state,
+  loadable with ``torch.load(weights_only=True)``) and ``history.json`` there;
+* data: ``dtype`` (``float32``/``float64``, default ``float32``), ``num-classes`` (int,
+  required so that every client agrees), ``train-fraction`` (default 0.75).
+
+**Node config** of each SuperNode (``flower-supernode --node-config '...'``):
+``partition-id`` = the client index i ∈ {0 … N−1} and ``data-path`` = a ``.npz`` file with
+arrays ``x`` ``[n_i, ...]`` and ``y`` ``[n_i]`` (integer labels).  The client splits it
+75/25 with ``Federation.from_client_arrays([x], [y], seed=seed + i)`` — the same split as
+client i of ``Federation.from_client_arrays(xs, ys, seed=seed)`` in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from flwr.app import Context
+from flwr.serverapp import Grid, ServerApp
+
+from pfl_theory.flower.client import make_client_app
+from pfl_theory.flower.records import Settings
+from pfl_theory.flower.strategy import DTYPES, run_server
+from synthetic.federation import Federation
+
+_RESERVED = {"algorithm", "num-clients", "rounds", "seed", "model", "hidden", "l2",
+             "eval-every", "out-dir", "dtype", "num-classes", "train-fraction"}
+
+
+def settings_from_run_config(rc: dict) -> Settings:
+    """:class:`Settings` from a flattened Flower run config (see the module doc)."""
+    for key in ("algorithm", "num-clients", "rounds"):
+        if key not in rc:
+            raise ValueError(f"run config needs '{key}' (keys given: {sorted(rc)})")
+    unknown = [k for k in rc if k not in _RESERVED and not k.startswith("hp.")]
+    if unknown:
+        raise ValueError(f"unknown run-config keys {unknown}; known: {sorted(_RESERVED)} and hp.<field>")
+    hps = {k[3:]: v for k, v in rc.items() if k.startswith("hp.")}
+    settings = Settings(str(rc["algorithm"]), hps, int(rc["num-clients"]), int(rc.get("seed", 0)),
+                        str(rc.get("model", "mlr")), int(rc.get("hidden", 0)) or None,
+                        float(rc.get("l2", 0.0)))
+    algorithm = settings.build_algorithm()     # unknown algorithm / bad hyper-parameter: fail now
+    return Settings.of(algorithm, num_clients=settings.num_clients,
+                       seed=settings.seed, model=settings.model, hidden=settings.hidden,
+                       l2=settings.l2)
+
+
+def load_client_data(context: Context) -> tuple[int, Federation]:
+    """``(i, one-client federation)`` from the node config's ``partition-id`` and ``data-path``."""
+    nc, rc = context.node_config, context.run_config
+    for key in ("partition-id", "data-path"):
+        if key not in nc:
+            raise ValueError(f"node config needs '{key}' (start the SuperNode with "
+                             f"--node-config 'partition-id=<i> data-path=\"<file>.npz\"')")
+    if "num-classes" not in rc:
+        raise ValueError("run config needs 'num-classes' so that every client agrees on it")
+    path = Path(str(nc["data-path"]))
+    if not path.is_file():
+        raise FileNotFoundError(f"client data file {path} not found (an .npz with arrays x, y)")
+    with np.load(path) as data:
+        if "x" not in data or "y" not in data:
+            raise ValueError(f"{path} must hold arrays 'x' and 'y', has {sorted(data.files)}")
+        x, y = data["x"], data["y"]
+    index = int(nc["partition-id"])
+    dtype = str(rc.get("dtype", "float32"))
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    fed = Federation.from_client_arrays([x], [y], num_classes=int(rc["num-classes"]),
+                                        train_fraction=float(rc.get("train-fraction", 0.75)),
+                                        seed=int(rc.get("seed", 0)) + index,
+                                        dtype=DTYPES[dtype], name=f"client{index}")
+    return index, fed
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def main(grid: Grid, context: Context) -> None:
+    rc = dict(context.run_config)
+    settings = settings_from_run_config(rc)
+    out = Path(str(rc["out-dir"])) if "out-dir" in rc else None
+    for result in run_server(grid, [settings], rounds=int(rc["rounds"]),
+                             eval_every=int(rc.get("eval-every", 1))):
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            tmp = out / "state.pt.tmp"                 # atomic: temp file + rename
+            torch.save({"round": result.state.round, "seed": result.state.seed,
+                        "models": result.state.models, "tensors": result.state.tensors}, tmp)
+            os.replace(tmp, out / "state.pt")
+            (out / "history.json").write_text(json.dumps(
+                {"settings": {"algorithm": settings.algorithm,
+                              "hyperparameters": settings.hyperparameters},
+                 "entries": result.history}, indent=1))
+
+
+client_app = make_client_app(load_client_data)

@@ -32,8 +32,8 @@ finished stages; tensors ``weights`` (π, flat ``[M]`` aligned with ``fed.train.
 Evaluated model (runner): ``stage`` = the running stage's network g_ψi ∘ f_φ.  The ensemble
 (the PPFE predictor) is not a single network of the model class, so the runner cannot
 evaluate it; :meth:`PPFE.diagnostics` reports it as ``ensemble_accuracy`` (+ ``_mean``,
-``_low5``, ``_top5``) on the test split, with the communication count (2·participants·
-shared parameters per round: download + upload) in total and per stage.
+``_low5``, ``_top5``) and ``ensemble_loss`` on the test split, with the communication count
+(2·participants·shared parameters per round: download + upload) in total and per stage.
 Ablations: ``fixed_head`` = 1/2/3 (M1–M3), ``reduction="none"`` (w/o MR), ``reweighting=False``.
 """
 
@@ -273,6 +273,7 @@ class PPFE:
         out = {"stage": float(s), "num_stages": float(self.num_stages(model)),
                "ensemble_accuracy": summary["weighted"], "ensemble_accuracy_mean": summary["mean"],
                "ensemble_accuracy_low5": summary["low5"], "ensemble_accuracy_top5": summary["top5"],
+               "ensemble_loss": summary["loss"],
                "stage_weighted_error": float(stats["eps"].mean()),
                "stage_alpha_mean": float(stats["alpha"].mean()),
                "shared_params": float(sum(members[-1][k][0].numel() for k in body_keys)),

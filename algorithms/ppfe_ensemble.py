@@ -104,6 +104,7 @@ def stage_statistics(model, params: Params, split, weights: torch.Tensor, *, num
     miss = (logits.argmax(-1) != split.y).to(torch.float64)
     s = miss if score == "miss" else F.cross_entropy(logits, split.y, reduction="none").double()
     pw, mask = to_padded(weights.to(torch.float64), split)
+    pw = pw / pw.sum(-1, keepdim=True)     # exact normalisation (π may be stored in float32)
     eps = weighted_error(pw, to_padded(miss, split)[0], mask)
     if rule == "uniform":
         alpha = torch.ones_like(eps)
@@ -143,11 +144,16 @@ def ensemble_scores(logits: list[torch.Tensor], alphas: torch.Tensor, clients: t
 def ensemble_accuracy(model, stage_params: list[Params], alphas: torch.Tensor, split, *,
                       kind: str = "probs") -> tuple[torch.Tensor, dict[str, float]]:
     """Per-client accuracy ``[N]`` of the ensemble of ``stage_params`` with coefficients
-    ``alphas [T, N]`` on ``split``, and its summaries (mean, weighted, low5, top5)."""
+    ``alphas [T, N]`` on ``split``, and its summaries (mean, weighted, low5, top5, and
+    ``loss`` = sample-weighted cross-entropy of the α-mixture of the stages' softmax outputs,
+    whatever ``kind``)."""
     logits = [per_sample_logits(model, p, split) for p in stage_params]
     clients = client_of(split)
     pred = ensemble_scores(logits, alphas, clients, kind).argmax(-1)
     correct = torch.zeros(split.num_clients, dtype=torch.float64, device=split.y.device)
     correct.index_add_(0, clients, (pred == split.y).double())
     acc = correct / split.counts.double()
-    return acc, summarize(acc, split.counts)
+    mix = ensemble_scores(logits, alphas, clients, "probs")
+    mix = mix / mix.sum(-1, keepdim=True)
+    nll = -torch.log(mix.gather(1, split.y[:, None]).clamp_min(1e-300))
+    return acc, {**summarize(acc, split.counts), "loss": float(nll.mean())}

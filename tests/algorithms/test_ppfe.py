@@ -192,9 +192,40 @@ def test_single_stage_ensemble_equals_stage_model(fed, mlp):
     alg = _ppfe()
     state = run(alg, fed, mlp, rounds=2, seed=0, progress=False, eval_every=100).state
     params = alg.stage_model(state)
-    acc_e, _ = ensemble_accuracy(mlp, [params], torch.ones(1, fed.num_clients), fed.test)
-    acc_s, _ = evaluate(mlp, params, fed.test)
+    acc_e, summary = ensemble_accuracy(mlp, [params], torch.ones(1, fed.num_clients), fed.test)
+    acc_s, loss_s = evaluate(mlp, params, fed.test)
     torch.testing.assert_close(acc_e, acc_s)
+    w = fed.test.counts.double()
+    # one stage: the α-mixture is the model's softmax, so the loss is its cross-entropy
+    assert abs(summary["loss"] - float((loss_s * w).sum() / w.sum())) < 1e-10
+
+
+def test_beta_rule_alpha_is_samme_update(fed, mlp):
+    alg = _ppfe(beta_rule="alpha", reduction="none")
+    before = run(alg, fed, mlp, rounds=alg.schedule(mlp)[0], seed=1, progress=False,
+                 eval_every=100).state
+    after = alg.advance(before, fed, mlp)
+    prev, w0, w1 = alg.stage_model(before), before.tensors["weights"], after.tensors["weights"]
+    for i in range(fed.num_clients):
+        o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
+        logits = mlp.forward({k: v[i:i + 1] for k, v in prev.items()}, fed.train.x[None, o:o + n])[0]
+        miss = (logits.argmax(-1) != fed.train.y[o:o + n]).double()
+        expect = w0[o:o + n] * torch.exp(float(after.tensors["alphas"][0, i]) * miss)
+        torch.testing.assert_close(w1[o:o + n], expect / expect.sum(), rtol=1e-12, atol=0)
+
+
+def test_float32_federation_keeps_dtype_and_normalisation():
+    fed32 = permuted_label_federation(num_clients=5, num_clusters=4, classes_per_client=3, dim=6,
+                                      size_range=(40, 60), seed=2, device="cpu",
+                                      dtype=torch.float32)
+    alg = _ppfe(total_rounds=8, score="loss", ensemble="votes", local_update="joint")
+    mlp = MLP(6, 4, hidden=WIDTHS[1:-1])
+    state = run(alg, fed32, mlp, rounds=8, seed=0, progress=False, eval_every=8).state
+    assert state.tensors["weights"].dtype == torch.float32 == state.tensors["alphas"].dtype
+    sums = torch.zeros(fed32.num_clients, dtype=torch.float64)
+    sums.index_add_(0, torch.repeat_interleave(torch.arange(5), fed32.train.counts),
+                    state.tensors["weights"].double())
+    assert torch.allclose(sums, torch.ones(5, dtype=torch.float64), atol=1e-5)  # float32 storage
 
 
 # ---- reductions -----------------------------------------------------------------------

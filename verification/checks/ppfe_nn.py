@@ -62,4 +62,5 @@ def stage_accuracy_improves(ctx: Context) -> Outcome:
     return Outcome(measured={"ensemble": acc, "stage_model": stage_acc},
                    theoretical="non-decreasing over stages, last > stage 0", holds=holds,
                    detail=f"ensemble accuracy at stage ends (rounds {ends}): {acc}; running stage "
-                          f"model: {stage_acc} (planted permuted-label federation, 4-layer MLP)")
+                          f"model: {stage_acc}; gain after stage 1: {acc[-1] - acc[min(1, len(acc) - 1)]:+.4f} "
+                          f"(planted permuted-label federation, 4-layer MLP)")

@@ -7,16 +7,20 @@ Round ``t`` (all clients batched; models stored row-major: Ω_K is ``[K, ...]``)
 1. client ``i`` receives ``ω̃_{i,0} = ω^t_{k(i)}`` (``Ω_{I,0} = Ω_K J^t``, J^t the indicator);
 2. for ``r = 0 … R−1``: fresh mini-batch; ``S`` personalized steps
    ``θ ← θ − η(∇f̃_i(θ) + λ(θ − ω̃_{i,r}))`` (:func:`algorithms.steps.prox_steps`), then the
-   local generalized-model step ``ω̃_{i,r+1} = ω̃_{i,r} − β·c·(ω̃_{i,r} − θ̃_i)`` with the
-   paper's ``c = 2/N`` (``∇_{ω_i} G``, ICLR appendix) unless ``local_scale`` sets ``c``;
+   local generalized-model step ``ω̃_{i,r+1} = ω̃_{i,r} − β·c·(ω̃_{i,r} − θ̃_i)``; the
+   paper's ``c = 2/N`` (``∇_{ω_i} G``, ICLR appendix) is ``local_step="paper"``; the default
+   ``local_step="pfedme"`` uses ``c = λ`` so that ``lr`` = β means pFedMe's η and the step
+   does not vanish as N grows (FORMULAS §A.5 practical note: with c = 2/N, N = 40 and
+   β = 0.005 the context models barely move); ``local_scale > 0`` sets ``c`` directly.
+   Same algorithm, only β is parametrised differently: β_paper = lr·λ·N/2;
 3. server: k-means++ (:func:`pfl_theory.kmeans.kmeans`, seeded, ``kmeans_restarts``
    restarts) on the uploads ``ω̃_{i,R}`` → labels of ``P^{t+1}``;
 4. ``Ω^{t+1} = Ω^t − α(Ω^t − Ω_{I,R} P^{t+1})`` (per context: ``(1−α)ω_k + α·mean`` of
    its cluster's uploads), computed literally with the N×K matrix ``P^{t+1}``.
 
 **K = 1 ↔ pFedMe.** With ``num_contexts=1`` and all clients aggregated, one round is
-pFedMe's (FORMULAS §B.4) under ``β·c = η_pFedMe·λ`` (e.g. ``local_scale=λ``, ``lr=η_pFedMe``,
-or with the paper's ``c = 2/N``: ``lr = η_pFedMe·λ·N/2``), ``alpha = β_pFedMe``,
+pFedMe's (FORMULAS §B.4) under ``β·c = η_pFedMe·λ`` (default ``local_step="pfedme"``:
+``lr = η_pFedMe``; with the paper's ``c = 2/N``: ``lr = η_pFedMe·λ·N/2``), ``alpha = β_pFedMe``,
 ``personal_lr = η_p``, ``inner_steps = K_pFedMe``, pFedMe ``clients_per_round = N``,
 ``aggregation="uniform"``.  The same seed then gives the same mini-batches (stream 0 of
 the round generator is drawn in the same order), hence the same trajectory.
@@ -92,8 +96,9 @@ class _CGPFLBase:
     personal_lr: float = hp(0.01, "learning rate η of the S personalized steps")
     inner_steps: int = hp(5, "personalized steps S per local round")
     lr: float = hp(1.0, "learning rate β of the local generalized-model step")
-    local_scale: float = hp(0.0, "c in ω̃ ← ω̃ − β·c·(ω̃ − θ̃); 0 = paper's c = 2/N "
-                                 "(K=1 is pFedMe when β·c = η_pFedMe·λ)")
+    local_step: str = hp("pfedme", "scale c of the local step ω̃ ← ω̃ − β·c·(ω̃ − θ̃): "
+                                   "'pfedme' c = λ (β = pFedMe's η), 'paper' c = 2/N (∇_ω G)")
+    local_scale: float = hp(0.0, "explicit c of the local step (> 0 overrides local_step)")
     alpha: float = hp(1.0, "server step α in Ω ← Ω − α(Ω − Ω_{I,R}P) (α = 1: cluster means)")
     local_rounds: int = hp(10, "local rounds R per communication round")
     batch_size: int = hp(20, "mini-batch size |D|")
@@ -105,15 +110,23 @@ class _CGPFLBase:
         positive_int("inner_steps", self.inner_steps)
         positive("lr", self.lr)
         nonnegative("local_scale", self.local_scale)
+        if self.local_step not in ("pfedme", "paper"):
+            raise ValueError(f"local_step must be 'pfedme' or 'paper', got {self.local_step!r}")
         in_range("alpha", self.alpha, 0.0, 1.0)
         positive_int("local_rounds", self.local_rounds)
         positive_int("batch_size", self.batch_size)
         positive_int("kmeans_restarts", self.kmeans_restarts)
 
     # -- pieces ---------------------------------------------------------------------------
+    def step_scale(self, n: int) -> float:
+        """``c``: ``local_scale`` if > 0, else ``λ`` ('pfedme') or ``2/N`` ('paper')."""
+        if self.local_scale > 0:
+            return self.local_scale
+        return self.lam if self.local_step == "pfedme" else 2.0 / n
+
     def local_step_size(self, n: int) -> float:
-        """``β·c`` of the local generalized-model step (``c = 2/N`` unless ``local_scale``)."""
-        return self.lr * (self.local_scale if self.local_scale > 0 else 2.0 / n)
+        """``β·c`` of the local generalized-model step."""
+        return self.lr * self.step_scale(n)
 
     def local_update(self, model, omega_i0, x, y):
         """Step 2 for all clients; ``x[R, N, B, ...]``. Returns ``(θ̃ after r=0, θ̃, ω̃_{·,R})``."""

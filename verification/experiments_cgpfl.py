@@ -222,7 +222,7 @@ def reference_local_round(alg, state, fed, model) -> tuple[torch.Tensor, torch.T
     batches = fed.sample_batches(alg.local_rounds, alg.batch_size, state.generator())
     x, y = fed.train.gather(batches)
     n = fed.num_clients
-    c = alg.local_scale if alg.local_scale > 0 else 2.0 / n
+    c = alg.step_scale(n)
     labels = state.tensors["assignment"].tolist()
     ups, hs = [], []
     for i in range(n):

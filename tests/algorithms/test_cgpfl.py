@@ -40,12 +40,12 @@ def _rounds(alg, fed, model, t, seed=0):
     return states
 
 
-@pytest.mark.parametrize("mapping", ["local_scale=lambda", "paper 2/N"])
+@pytest.mark.parametrize("mapping", ["default", "local_scale=lambda", "paper 2/N"])
 def test_k1_equals_pfedme(planted, mapping):
     pl, model = planted
     fed, n, eta, lam = pl.fed, pl.fed.num_clients, 0.01, 12.0
-    scale = dict(local_scale=lam, lr=eta) if mapping == "local_scale=lambda" else \
-        dict(local_scale=0.0, lr=eta * lam * n / 2)  # β·2/N = ηλ
+    scale = {"default": dict(lr=eta), "local_scale=lambda": dict(local_scale=lam, lr=eta),
+             "paper 2/N": dict(local_step="paper", lr=eta * lam * n / 2)}[mapping]  # β·2/N = ηλ
     a = CGPFL(num_contexts=1, lam=lam, personal_lr=0.05, inner_steps=3, alpha=0.8,
               local_rounds=3, batch_size=5, **scale)
     b = PFedMe(lam=lam, lr=eta, personal_lr=0.05, inner_steps=3, local_rounds=3, batch_size=5,
@@ -81,7 +81,8 @@ def test_alpha_half_matches_paper_aggregation(planted):
 def test_global_update_identity_when_stable(planted, alpha, local_scale):
     """ICLR eq. (6) against a per-client loop, in rounds where P^{t+1} = P^t Q^t."""
     pl, model = planted
-    hp = {**HP, "local_scale": local_scale, "lr": HP["lr"] if local_scale else 1.0}
+    hp = {**HP, "local_scale": local_scale, "lr": HP["lr"] if local_scale else 1.0,
+          "local_step": "pfedme" if local_scale else "paper"}
     alg = CGPFL(num_contexts=2, alpha=alpha, **hp)
     states = _rounds(alg, pl.fed, model, 4)
     checked = 0

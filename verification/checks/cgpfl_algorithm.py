@@ -32,7 +32,7 @@ def k1_equals_pfedme(ctx: Context) -> Outcome:
     fed, model = pl.fed, build_model("mlr", pl.fed)
     n, eta, lam = fed.num_clients, 0.01, 12.0
     a = CGPFL(num_contexts=1, lam=lam, personal_lr=0.05, inner_steps=3, lr=eta * lam * n / 2,
-              local_scale=0.0, alpha=0.9, local_rounds=3, batch_size=10)
+              local_step="paper", alpha=0.9, local_rounds=3, batch_size=10)
     b = PFedMe(lam=lam, lr=eta, personal_lr=0.05, inner_steps=3, local_rounds=3, batch_size=10,
                beta=0.9, clients_per_round=n)
     sa, sb = a.init(fed, model, ctx.seed), b.init(fed, model, ctx.seed)
@@ -73,7 +73,7 @@ def global_update_identity(ctx: Context) -> Outcome:
     p = ctx.params
     pl = ex.planted_federation(p["clients"], 2, dim=10, size_range=(30, 50), seed=ctx.seed)
     model = build_model("mlr", pl.fed)
-    alg = ex.cgpfl(2, alpha=0.7, local_scale=0.0, lr=1.0, local_rounds=3, inner_steps=3)
+    alg = ex.cgpfl(2, alpha=0.7, local_scale=0.0, local_step="paper", lr=1.0, local_rounds=3, inner_steps=3)
     s, err, used = alg.init(pl.fed, model, ctx.seed), 0.0, 0
     for _ in range(p["rounds"]):
         s_next = alg.round(s, pl.fed, model)

@@ -32,6 +32,7 @@ same seed gives the same clustering on any device.  Arithmetic is float64.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -93,9 +94,15 @@ def _export(labels: torch.Tensor, centers: torch.Tensor, out_kind: Any) -> tuple
     return labels.to(device=device, dtype=torch.long), centers.to(device=device, dtype=dtype)
 
 
+_DIFF_LIMIT = 2_000_000  # R*N*k*d up to which distances are computed from differences
+
+
 def _sq_dists(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    """``[R, N, k]`` squared distances by the expansion |x|^2 - 2 x.c + |c|^2 (clamped >= 0)."""
+    """``[R, N, k]`` squared distances: from differences (exact, no BLAS threads) for small
+    problems, else by the expansion |x|^2 - 2 x.c + |c|^2 (clamped >= 0) with one matmul."""
     r, k, d = c.shape
+    if r * x.shape[0] * k * d <= _DIFF_LIMIT:
+        return ((x[None, :, None, :] - c[:, None, :, :]) ** 2).sum(-1)
     xx = (x * x).sum(-1)[None, :, None]
     cc = (c * c).sum(-1)[:, None, :]
     xc = (x @ c.reshape(r * k, d).T).reshape(x.shape[0], r, k).permute(1, 0, 2)
@@ -117,6 +124,9 @@ def _objective(x: torch.Tensor, w: torch.Tensor, c: torch.Tensor, labels: torch.
 
 def _exact_inertia(x: torch.Tensor, w: torch.Tensor, c: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Per-restart objective computed from differences (no expansion), shape ``[R]``."""
+    if c.shape[0] * x.shape[0] * x.shape[1] <= _EXACT_LIMIT:  # one vectorised op
+        own = torch.gather(c, 1, labels[..., None].expand(-1, -1, c.shape[2]))  # [R, N, d]
+        return (((x[None] - own) ** 2).sum(-1) * w).sum(1)
     return torch.stack([(((x - c[r][labels[r]]) ** 2).sum(-1) * w).sum() for r in range(c.shape[0])])
 
 
@@ -146,12 +156,12 @@ def _kmeanspp(x: torch.Tensor, w: torch.Tensor, k: int, restarts: int, rng: np.r
 
 def _reseed_empty(x, w, c, labels, d2) -> None:
     """In place: move far points into empty clusters (see module docstring)."""
-    k = c.shape[1]
-    for r in range(c.shape[0]):
-        counts = torch.bincount(labels[r], minlength=k)
+    r_, k = c.shape[:2]
+    flat = labels + k * torch.arange(r_, device=labels.device)[:, None]
+    all_counts = torch.bincount(flat.flatten(), minlength=r_ * k).reshape(r_, k)
+    for r in (all_counts == 0).any(1).nonzero().flatten().tolist():
+        counts = all_counts[r]
         empty = (counts == 0).nonzero().flatten().tolist()
-        if not empty:
-            continue
         contrib = w * d2[r].gather(1, labels[r][:, None])[:, 0]
         for e in empty:
             movable = (counts[labels[r]] >= 2) & (contrib > 0)
@@ -167,6 +177,7 @@ def _reseed_empty(x, w, c, labels, d2) -> None:
 def _lloyd_batched(x, w, c, max_iter: int):
     """Lloyd from centres ``c`` [R, k, d]; returns labels [R, N], centres, n_iter, history [it, R]."""
     k = c.shape[1]
+    wx = w[:, None] * x
     labels = None
     history = []
     n_iter = 0
@@ -179,10 +190,13 @@ def _lloyd_batched(x, w, c, max_iter: int):
         if labels is not None and torch.equal(new, labels):
             break
         labels = new
-        onehot = torch.nn.functional.one_hot(labels, k).to(x.dtype) * w[None, :, None]  # [R, N, k]
-        mass = onehot.sum(1)  # [R, k]
-        r = onehot.shape[0]
-        sums = (onehot.permute(0, 2, 1).reshape(r * k, -1) @ x).reshape(r, k, -1)  # [R, k, d]
+        mass = torch.zeros(c.shape[:2], dtype=x.dtype, device=x.device)
+        mass.scatter_add_(1, labels, w.expand_as(labels))  # [R, k] weighted counts
+        onehot = torch.nn.functional.one_hot(labels, k).to(x.dtype)  # [R, N, k]
+        if c.numel() * x.shape[0] <= _DIFF_LIMIT:  # small: elementwise, no BLAS threads
+            sums = (onehot[..., None] * wx[None, :, None, :]).sum(1)
+        else:  # large: one matmul [R*k, N] @ [N, d]
+            sums = (onehot.transpose(1, 2).reshape(-1, x.shape[0]) @ wx).reshape(c.shape)
         c = torch.where(mass[..., None] > 0, sums / mass.clamp_min(1e-300)[..., None], c)
         n_iter += 1
     if labels is None:  # max_iter == 0: assignment only
@@ -191,6 +205,21 @@ def _lloyd_batched(x, w, c, max_iter: int):
         history.append(_objective(x, w, c, labels))
     hist = torch.stack(history)
     return labels, c, n_iter, hist
+
+
+@contextmanager
+def _serial_if_small(x: torch.Tensor, size: int):
+    """Small CPU problems run with one torch thread: intra-op parallelism brings nothing at
+    this size and costs 10-100x on an oversubscribed machine (measured on 2 shared cores)."""
+    n_threads = torch.get_num_threads()
+    if x.device.type != "cpu" or size > _DIFF_LIMIT or n_threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n_threads)
 
 
 def kmeans(points: Any, k: int, *, restarts: int = 10, seed: int = 0, max_iter: int = 100,
@@ -216,11 +245,12 @@ def kmeans(points: Any, k: int, *, restarts: int = 10, seed: int = 0, max_iter: 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     rng = np.random.default_rng(int(seed))
-    c0 = _kmeanspp(x, w, k, restarts, rng)
-    labels, c, n_iter, hist = _lloyd_batched(x, w, c0, max_iter)
-    final = hist[-1]
-    best = int(torch.argmin(final))  # first minimum on ties
-    exact = float(_exact_inertia(x, w, c[best][None], labels[best][None])[0])
+    with _serial_if_small(x, restarts * n * k * x.shape[1]):
+        c0 = _kmeanspp(x, w, k, restarts, rng)
+        labels, c, n_iter, hist = _lloyd_batched(x, w, c0, max_iter)
+        final = hist[-1]
+        best = int(torch.argmin(final))  # first minimum on ties
+        exact = float(_exact_inertia(x, w, c[best][None], labels[best][None])[0])
     lab, cen = _export(labels[best], c[best], out_kind)
     return KMeansResult(lab, cen, exact, n_iter, best,
                         tuple(float(v) for v in hist[:, best]))
@@ -241,9 +271,10 @@ def lloyd(points: Any, centers: Any, *, weights: Any = None, max_iter: int = 100
     if not bool(torch.isfinite(c).all()):
         raise ValueError("centers contain NaN or inf")
     max_iter = positive_int("max_iter", max_iter, minimum=0)
-    labels, c, n_iter, hist = _lloyd_batched(x, w, c[None], max_iter)
+    with _serial_if_small(x, c.numel() * x.shape[0]):
+        labels, c, n_iter, hist = _lloyd_batched(x, w, c[None], max_iter)
+        exact = float(_exact_inertia(x, w, c, labels)[0])
     lab, cen = _export(labels[0], c[0], out_kind)
-    exact = float(_exact_inertia(x, w, c, labels)[0])
     return KMeansResult(lab, cen, exact, n_iter, 0, tuple(float(v) for v in hist[:, 0]))
 
 

@@ -201,3 +201,18 @@ def test_bad_points():
         kmeans(np.array([[0.0], [np.nan]]), 1)
     with pytest.raises(ValueError, match="same shape"):
         match_clusters(np.zeros((2, 2)), np.zeros((3, 2)))
+
+
+def test_large_problem_code_path_matches_small(monkeypatch):
+    """The expansion/matmul path (used above restarts*N*k*d = 2e6) gives the same clustering."""
+    import pfl_theory.kmeans as km
+
+    x = np.random.default_rng(10).normal(size=(80, 6))
+    small = kmeans(x, 4, seed=3)
+    monkeypatch.setattr(km, "_DIFF_LIMIT", 0)
+    monkeypatch.setattr(km, "_EXACT_LIMIT", 0)
+    large = kmeans(x, 4, seed=3)
+    np.testing.assert_array_equal(small.labels, large.labels)
+    np.testing.assert_allclose(small.centers, large.centers, rtol=1e-12, atol=1e-14)
+    assert large.inertia == pytest.approx(small.inertia, rel=1e-12)
+    assert np.all(np.diff(large.history) <= 1e-12 * large.history[0])  # expansion rounding

@@ -29,8 +29,9 @@ Reused engine code per algorithm:
   term adds an exact zero), ``weighted_mean``.  ``Ditto`` has no local-update method yet.
 * FedRep / FedPer / LG-FedAvg — ``_Decoupled.local_update``,
   :func:`algorithms.decoupled.aggregate`.
-* CGPFL / CGPFL-Heur — ``_CGPFLBase.local_update`` (with ``local_scale = 2/N`` passed
-  explicitly when it is 0, since the method reads N from its batch) and the algorithm's
+* CGPFL / CGPFL-Heur — ``_CGPFLBase.local_update`` (with ``local_scale`` set explicitly to
+  the engine's ``step_scale(N)`` when it is 0, since the method reads N from its batch,
+  and ``c = 2/N`` in the paper's reading) and the algorithm's
   own ``round`` for the server step, fed the clients' uploads in place of its local
   update (:func:`_with_uploads`); k-means runs on the server via :mod:`pfl_theory.kmeans`.
 """
@@ -188,8 +189,8 @@ class CGPFLSplit(AlgorithmSplit):
         return getattr(alg, "select_on", "uploads") == "personalized"
 
     def client_update(self, alg, model, view, x, y, num_clients):
-        if alg.local_scale == 0:          # the engine's c = 2/N, N of the whole federation
-            alg = dataclasses.replace(alg, local_scale=2.0 / num_clients)
+        if alg.local_scale == 0:     # c may depend on N (c = 2/N): fix it for the whole federation
+            alg = dataclasses.replace(alg, local_scale=alg.step_scale(num_clients))
         omega_i0 = select(view.models["context"], view.tensors["assignment"])
         first, theta, w = alg.local_update(model, omega_i0, x, y)
         upload = {"local": w, "first": first}

@@ -62,6 +62,7 @@ class PFLStrategy(Strategy):
         self.split = get_split(settings.algorithm)
         self.history: list[dict[str, Any]] = []
         self.state: State | None = None
+        self._evaluating = False
         self.node_of: dict[int, int] = {}
 
     # ---- setup / collect (outside Strategy.start) -------------------------------------------
@@ -153,7 +154,8 @@ class PFLStrategy(Strategy):
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                            grid: Grid) -> Iterable[Message]:
-        if server_round % self.eval_every and server_round != self.num_rounds:
+        self._evaluating = not (server_round % self.eval_every and server_round != self.num_rounds)
+        if not self._evaluating:
             return []
         self._models_record = pack(self.state.models)
         return [Message(self._payload(i, {}, False), dst_node_id=self.node_of[i],
@@ -162,6 +164,8 @@ class PFLStrategy(Strategy):
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]
                            ) -> MetricRecord | None:
+        if not self._evaluating:
+            return None
         replies = _checked(replies, self.settings.num_clients, "evaluate")
         ms = [dict(r.content["metrics"]) for r in replies]
         total = sum(m["num-examples"] for m in ms)

@@ -15,8 +15,10 @@ Objective (the CGPFL lower level of eq. (2) times N when all weights are 1)::
   wins (lowest restart index on ties).
 * Lloyd: assignment to the nearest centre (ties -> lowest centre index), then weighted
   means.  Stops when the labels do not change or after ``max_iter`` updates.  Each step
-  never increases the objective (up to float64 rounding of the ``|x|^2 - 2x.c + |c|^2``
-  distance expansion used for speed in the assignment).
+  never increases the objective.  Distances are computed from differences (exact) when
+  restarts·N·k·d ≤ 2·10⁶; above that by the expansion ``|x|^2 - 2x.c + |c|^2`` with one
+  matmul (then monotone up to float64 rounding of the expansion).  Small CPU problems run
+  with one torch thread (see ``_serial_if_small``).
 * Empty clusters: if a cluster receives no point during Lloyd, it is re-seeded with the
   point of largest weighted distance to its centre taken from a cluster with at least two
   points (the objective strictly decreases by that point's contribution).  If no point has

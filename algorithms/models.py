@@ -9,7 +9,7 @@ serves ``N = 1``.  ``layers`` lists the parameter names of each layer in forward
 * ``MLR`` — multinomial logistic regression (pFedMe §5, CGPFL §5), optional ℓ2 term
   ``l2/2 ‖W‖²`` added to the loss (biases not regularised).
 * ``DNN`` — one hidden layer with ReLU (pFedMe: 20 hidden units on Synthetic, 100 on MNIST;
-  CGPFL: 128).
+  CGPFL: 128); ``MLP`` — the same at any depth (PPFE's progressive stages).
 * ``CNN`` — 2 conv (5×5, ReLU, 2×2 max-pool) + 2 fully connected layers (CGPFL on CIFAR).
 
 Initialisation follows ``torch.nn.Linear``/``Conv2d`` defaults (uniform ±1/√fan_in),
@@ -105,30 +105,47 @@ class MLR(Model):
 
 
 @dataclass
-class DNN(Model):
-    """One hidden layer with ReLU: ``softmax(relu(x W1 + b1) W2 + b2)``."""
+class MLP(Model):
+    """Fully connected ReLU network of any depth:
+    ``x → relu(x W1 + b1) → … → h W_L + b_L`` (no activation after the last layer);
+    ``layers[l] = ["fc{l+1}.weight", "fc{l+1}.bias"]``.  PPFE personalizes one more layer
+    per stage, so its staged behaviour needs depth (``hidden=(64, 32, 16)``)."""
 
     dim: int
     num_classes: int
-    hidden: int = 20
+    hidden: tuple[int, ...] = (64, 32, 16)
     l2: float = 0.0
 
     def __post_init__(self):
         positive_int("dim", self.dim)
         positive_int("num_classes", self.num_classes, minimum=2)
-        positive_int("hidden", self.hidden)
+        self.hidden = tuple(positive_int("hidden width", h) for h in self.hidden)
         nonnegative("l2", self.l2)
-        self.layers = [["fc1.weight", "fc1.bias"], ["fc2.weight", "fc2.bias"]]
+        self.widths = (self.dim, *self.hidden, self.num_classes)
+        self.layers = [[f"fc{l}.weight", f"fc{l}.bias"] for l in range(1, len(self.widths))]
 
     def init_single(self, gen):
-        return {"fc1.weight": _uniform((self.dim, self.hidden), self.dim, gen),
-                "fc1.bias": _uniform((self.hidden,), self.dim, gen),
-                "fc2.weight": _uniform((self.hidden, self.num_classes), self.hidden, gen),
-                "fc2.bias": _uniform((self.num_classes,), self.hidden, gen)}
+        out = {}
+        for l in range(1, len(self.widths)):
+            d_in, d_out = self.widths[l - 1], self.widths[l]
+            out[f"fc{l}.weight"] = _uniform((d_in, d_out), d_in, gen)
+            out[f"fc{l}.bias"] = _uniform((d_out,), d_in, gen)
+        return out
 
     def forward(self, params, x):
-        h = torch.relu(_dense(x.flatten(2), params["fc1.weight"], params["fc1.bias"]))
-        return _dense(h, params["fc2.weight"], params["fc2.bias"])
+        h = x.flatten(2)
+        last = len(self.widths) - 1
+        for l in range(1, last + 1):
+            h = _dense(h, params[f"fc{l}.weight"], params[f"fc{l}.bias"])
+            if l < last:
+                h = torch.relu(h)
+        return h
+
+
+def DNN(dim: int, num_classes: int, hidden: int = 20, l2: float = 0.0) -> MLP:
+    """The papers' "DNN": one hidden ReLU layer (pFedMe: 20 units on Synthetic, 100 on
+    MNIST; CGPFL: 128) — an :class:`MLP` with ``hidden=(hidden,)``."""
+    return MLP(dim, num_classes, hidden=(hidden,), l2=l2)
 
 
 @dataclass
@@ -204,16 +221,21 @@ class QuadraticMean(Model):
         return 0.5 * ((params["theta"][:, None, :] - x.flatten(2)) ** 2).sum(-1).mean(1)
 
 
-def build_model(name: str, federation, *, hidden: int | None = None, l2: float = 0.0) -> Model:
-    """The model ``mlr|dnn|cnn`` sized for ``federation``'s features and classes."""
+def build_model(name: str, federation, *, hidden: int | tuple[int, ...] | None = None,
+                l2: float = 0.0) -> Model:
+    """The model ``mlr|dnn|mlp|cnn`` sized for ``federation``'s features and classes
+    (``hidden``: an int for dnn/cnn, a tuple of widths for mlp)."""
     feat = federation.feature_shape
     c = federation.num_classes
     if name == "mlr":
         return MLR(int(torch.tensor(feat).prod()), c, l2=l2)
     if name == "dnn":
-        return DNN(int(torch.tensor(feat).prod()), c, hidden=hidden or 20, l2=l2)
+        return DNN(int(torch.tensor(feat).prod()), c, hidden=int(hidden or 20), l2=l2)
+    if name == "mlp":
+        widths = (hidden,) if isinstance(hidden, int) else tuple(hidden or (64, 32, 16))
+        return MLP(int(torch.tensor(feat).prod()), c, hidden=widths, l2=l2)
     if name == "cnn":
         if len(feat) != 3 or feat[1] != feat[2]:
             raise ValueError(f"the CNN needs square image features [C, H, H], got {list(feat)}")
-        return CNN(feat[0], feat[1], c, hidden=hidden or 64, l2=l2)
-    raise ValueError(f"unknown model {name!r}; choose mlr, dnn or cnn")
+        return CNN(feat[0], feat[1], c, hidden=int(hidden or 64), l2=l2)
+    raise ValueError(f"unknown model {name!r}; choose mlr, dnn, mlp or cnn")

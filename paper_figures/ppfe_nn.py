@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from algorithms.base import get_algorithm
-from algorithms.ppfe_mlp import MLP
+from algorithms.models import MLP
 from algorithms.runner import evaluation_entry
 from synthetic.permuted_labels import permuted_label_federation
 

@@ -34,6 +34,14 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _widths(text: str):
+    try:
+        widths = tuple(int(w) for w in str(text).split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or a comma list of ints, got {text!r}")
+    return widths[0] if len(widths) == 1 else widths
+
+
 def hyperparameter_options() -> dict[str, tuple[type, str, list[str]]]:
     """name → (type, help, algorithms having it), over all registered algorithms."""
     from algorithms.base import hyperparameters, registry
@@ -56,8 +64,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
-    g.add_argument("--model", default="mlr", choices=["mlr", "dnn", "cnn"], help="model (default mlr)")
-    g.add_argument("--hidden", type=int, default=None, help="hidden width of dnn/cnn (dnn default 20)")
+    g.add_argument("--model", default="mlr", choices=["mlr", "dnn", "mlp", "cnn"],
+                   help="model (default mlr); mlp = deep ReLU net for layer-wise methods")
+    g.add_argument("--hidden", type=_widths, default=None,
+                   help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
+                        "(default 64,32,16)")
     g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
     g.add_argument("--rounds", type=int, default=50, help="communication rounds T (default 50)")
     g.add_argument("--seed", type=int, default=0, help="seed for data, init and sampling")

@@ -15,7 +15,7 @@ from algorithms.evaluation import evaluate
 from algorithms.models import DNN
 from algorithms.ppfe import PPFE
 from algorithms.ppfe_ensemble import ensemble_accuracy, ensemble_scores, weighted_batches
-from algorithms.ppfe_mlp import MLP
+from algorithms.models import MLP
 from algorithms.ppfe_reduction import stage_rounds
 from algorithms.runner import run
 from synthetic.permuted_labels import permuted_label_federation

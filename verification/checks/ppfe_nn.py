@@ -8,7 +8,7 @@ import torch
 
 from algorithms.decoupled import FedRep
 from algorithms.ppfe import PPFE
-from algorithms.ppfe_mlp import MLP
+from algorithms.models import MLP
 from paper_figures.ppfe_nn import setting, stage_ends, trajectory
 from synthetic.permuted_labels import permuted_label_federation
 from verification.registry import Context, Outcome, check

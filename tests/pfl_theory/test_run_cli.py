@@ -65,3 +65,19 @@ def test_help_documents_every_option(capsys):
     for opt in ("--lam", "--personal-lr", "--inner-steps", "--local-rounds", "--batch-size",
                 "--beta", "--clients-per-round", "--model", "--data", "--out"):
         assert opt in text
+
+
+def _registered():
+    from algorithms.base import registry
+    return sorted(registry())
+
+
+@pytest.mark.parametrize("name", _registered())
+def test_every_registered_algorithm_runs_from_the_cli(name, tmp_path, capsys):
+    out = tmp_path / name
+    code = main(["run", "--algorithm", name, "--model", "dnn", "--clients", "12", "--rounds", "2",
+                 "--out", str(out), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    entry = json.loads((out / "history.json").read_text())["entries"][-1]
+    accuracies = [v for k, v in entry.items() if k.endswith("_accuracy") and isinstance(v, float)]
+    assert accuracies and all(0.0 <= a <= 1.0 for a in accuracies)

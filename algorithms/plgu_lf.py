@@ -39,7 +39,8 @@ Readings and departures (FORMULAS §D.2–D.5):
   D = L ⇒ FedAvg (§D.5) follow from perturbing only L_Uni: D = L gives no perturbation
   (the global update is exactly FedAvg of SGD deltas, uniform mean); D = 0 gives layer-wise
   SAM on all layers — exactly FedSAM's SAM step when ``layer_scaling="identity"`` (Λ = I on
-  L_Uni), the eq. 5 scaling by ξ otherwise.
+  L_Uni), the eq. 5 scaling by ξ otherwise.  D also sets how many layers θ̃_i keeps: at D = L
+  it receives nothing, so the personalized model is plain local training.
 * ξ_i = 0 (θ̃_i = w̃, e.g. at round 0) means no perturbation (``on_zero="zeros"`` of
   :func:`algorithms.plgu_scores.personalization_scores`, §E.D4); the top-D tie-break then
   picks the first D layers.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import State, broadcast, hp, register, sample_clients, select, weighted_mean
+from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, select, weighted_mean
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
 
 
@@ -56,9 +56,7 @@ class APFL:
         positive_int("clients_per_round", self.clients_per_round)
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
         alpha = torch.full((fed.num_clients,), self.mix_init, dtype=fed.dtype, device=fed.device)
         return State(0, seed, {"global": w, "local": broadcast(w, fed.num_clients)},

@@ -148,6 +148,12 @@ def unflatten(flat: torch.Tensor, like: Params) -> Params:
     return out
 
 
+def check_clients_per_round(s: int, fed) -> None:
+    """``S ≤ N`` or a clear ``ValueError`` (called from ``init``, where N is known)."""
+    if s > fed.num_clients:
+        raise ValueError(f"clients_per_round S={s} > number of clients N={fed.num_clients}")
+
+
 def sample_clients(n: int, s: int, gen: torch.Generator) -> torch.Tensor:
     """``s`` distinct clients uniformly at random, sorted (CPU)."""
     return torch.sort(torch.randperm(n, generator=gen)[:s]).values

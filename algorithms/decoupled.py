@@ -39,7 +39,7 @@ from typing import Callable
 
 import torch
 
-from algorithms.base import Params, State, broadcast, hp, register, sample_clients, weighted_mean
+from algorithms.base import check_clients_per_round, Params, State, broadcast, hp, register, sample_clients, weighted_mean
 from pfl_theory.validation import positive, positive_int
 
 Project = Callable[[Params], Params]
@@ -143,9 +143,7 @@ class _Decoupled:
     steps_per_round = property(lambda self: self.local_rounds)
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         body, head = split_keys(model, self.head_layers)
         shared, personal = (body, head) if self.shared_part == "body" else (head, body)
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)

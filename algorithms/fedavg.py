@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import State, broadcast, hp, register, sample_clients, weighted_mean
+from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, weighted_mean
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
 
@@ -34,9 +34,7 @@ class FedAvg:
         positive_int("clients_per_round", self.clients_per_round)
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         return State(0, seed, {"global": model.init(1, seed=seed, device=fed.device,
                                                    dtype=fed.dtype)})
 

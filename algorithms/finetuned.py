@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import State, broadcast, hp, register, sample_clients
+from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients
 from algorithms.decoupled import (aggregate, check_aggregation, merge, param_count,
                                   partial_sgd, split_keys, subset)
 from algorithms.fedavg import FedAvg
@@ -88,9 +88,7 @@ class FedBABU(_FineTuned):
         self._check_finetune()
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         body, head = split_keys(model, self.head_layers)
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
         return State(0, seed, {"body": subset(w, body), "head": subset(w, head),

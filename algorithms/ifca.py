@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import State, hp, register, sample_clients, select, weighted_mean
+from algorithms.base import check_clients_per_round, State, hp, register, sample_clients, select, weighted_mean
 from algorithms.evaluation import evaluate
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
@@ -57,9 +57,7 @@ class IFCA:
         positive_int("clients_per_round", self.clients_per_round)
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         clusters = model.init(self.num_contexts, seed=seed, device=fed.device,
                               dtype=fed.dtype, same=False)
         return State(0, seed, {"clusters": clusters},

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (State, broadcast, hp, register, sample_clients, sq_distance,
+from algorithms.base import (check_clients_per_round, State, broadcast, hp, register, sample_clients, sq_distance,
                              weighted_mean)
 from algorithms.steps import prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
@@ -65,9 +65,7 @@ class PFedMe:
             raise ValueError(f"aggregation must be 'uniform' or 'weighted', got {self.aggregation!r}")
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
         n = fed.num_clients
         return State(0, seed, {"global": w, "personalized": broadcast(w, n), "local": broadcast(w, n)})

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import State, broadcast, hp, register, sample_clients
+from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients
 from algorithms.decoupled import (aggregate, check_aggregation, fedrep_update, merge,
                                   scatter_rows, split_keys, subset)
 from algorithms.ppfe_ensemble import (ENSEMBLES, ensemble_accuracy, next_weights,
@@ -160,9 +160,7 @@ class PPFE:
 
     # ---- algorithm -------------------------------------------------------------------
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         if self.fixed_head > len(model.layers):
             raise ValueError(f"fixed_head={self.fixed_head} exceeds the model's "
                              f"{len(model.layers)} layers")

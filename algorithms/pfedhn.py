@@ -103,7 +103,7 @@ class PFedHN:
     local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)")
     batch_size: int = hp(20, "mini-batch size |D|")
     clients_per_round: int = hp(10, "clients S (= C) sampled per round")
-    hn_lr: float = hp(1.0, "hypernetwork / embedding learning rate α")
+    hn_lr: float = hp(0.3, "hypernetwork / embedding learning rate α")
     embed_dim: int = hp(8, "client embedding dimension e")
     hn_hidden: int = hp(64, "hidden width of the hypernetwork MLP")
     hn_layers: int = hp(2, "hidden ReLU layers of the hypernetwork MLP")

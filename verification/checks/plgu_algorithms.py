@@ -56,8 +56,8 @@ PAIRS = [  # (PLGU variant, its model, the base it should beat, base's model)
      ("ditto", {"local_rounds": 5, "lam": 0.75, "personal_lr": 0.2}), "personalized"),
     (("plgu-grep", {"head_steps": 5, "rho": 0.05}), "personalized",
      ("fedrep", {"head_steps": 5, "local_rounds": 1}), "personalized"),
-    (("plgu-ghn", {"local_rounds": 5, "rho": 0.05, "hn_lr": 1.0}), "personalized",
-     ("pfedhn", {"local_rounds": 5, "hn_lr": 1.0}), "personalized"),
+    (("plgu-ghn", {"local_rounds": 5, "rho": 0.05, "hn_lr": 0.3}), "personalized",
+     ("pfedhn", {"local_rounds": 5, "hn_lr": 0.3}), "personalized"),
 ]
 
 

@@ -57,7 +57,9 @@ def client_federation(fed: Federation, i: int) -> Federation:
 class InProcessGrid(Grid):
     """A Flower ``Grid`` delivering each message to a ``ClientApp`` by a direct call, one
     persistent ``Context`` per node (``node_config``: ``partition-id``, ``num-partitions``).
-    Message contents cross a protobuf round trip both ways, as on the wire."""
+    Message contents cross a protobuf round trip both ways, as on the wire.  Uses two
+    Flower internals as ``run_simulation`` does (message ids, the task identity): tied to
+    the pinned ``flwr==1.41.0``."""
 
     def __init__(self, client_app: ClientApp, num_nodes: int, *, run_id: int = 0):
         from flwr.supercore.run import Run
@@ -132,7 +134,11 @@ def simulate(settings: Settings, federation: Federation, *, rounds: int, eval_ev
              backend: str = "inprocess", cpus_per_client: float = 1.0,
              threads: int | None = 1) -> FlowerResult:
     """Run ``settings`` for ``rounds`` rounds under Flower, client ``i`` holding
-    :func:`client_federation` ``(federation, i)``; returns the server's :class:`FlowerResult`."""
+    :func:`client_federation` ``(federation, i)``; returns the server's :class:`FlowerResult`.
+
+    ``threads``: ``torch.set_num_threads`` in the client handlers (in-process: this whole
+    process).  In-process, a client exception propagates as is (Flower's runtimes turn it
+    into an error reply, which stops the run with a ``RuntimeError``)."""
     return simulate_many([settings], federation, rounds=rounds, eval_every=eval_every,
                          backend=backend, cpus_per_client=cpus_per_client, threads=threads)[0]
 

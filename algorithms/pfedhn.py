@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import Params, State, hp, register, sample_clients
+from algorithms.base import check_clients_per_round, Params, State, hp, register, sample_clients
 from algorithms.plgu_lf import check_sam_options
 from algorithms.sam import perturbation
 from algorithms.steps import local_sgd
@@ -119,9 +119,7 @@ class PFedHN:
         positive_int("hn_layers", self.hn_layers, minimum=0)
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         gen = torch.Generator().manual_seed(seed)
         target = model.init(1, seed=seed, dtype=torch.float64)
         hn = init_hypernetwork(target, embed_dim=self.embed_dim, hidden=self.hn_hidden,

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import State, broadcast, hp, register, sample_clients, sq_distance
+from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, sq_distance
 from algorithms.decoupled import aggregate, check_aggregation, merge, partial_sgd, scatter_rows, \
     split_keys, subset
 from algorithms.plgu_lf import check_sam_options
@@ -84,9 +84,7 @@ class PLGUGRep:
         return [list(g) for g in model.layers[:len(model.layers) - self.head_layers]]
 
     def init(self, fed, model, seed: int) -> State:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
         self.body_layers(model)
         body, head = split_keys(model, self.head_layers)
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)

@@ -54,7 +54,7 @@ from typing import Sequence
 
 import torch
 
-from algorithms.base import (Params, State, broadcast, hp, register, sample_clients,
+from algorithms.base import (check_clients_per_round, Params, State, broadcast, hp, register, sample_clients,
                              sq_distance, weighted_mean)
 from algorithms.plgu_scores import personalization_scores, top_layers
 from algorithms.sam import EXPONENTS, dual_exponent, sam_gradient
@@ -117,9 +117,7 @@ class _SAMFields:
         check_sam_options(self.rho, self.p_norm, self.exponent)
 
     def _check_clients(self, fed) -> None:
-        if self.clients_per_round > fed.num_clients:
-            raise ValueError(f"clients_per_round S={self.clients_per_round} > number of "
-                             f"clients N={fed.num_clients}")
+        check_clients_per_round(self.clients_per_round, fed)
 
 
 @register("fedsam")

@@ -35,8 +35,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--noise", type=float, default=1.0,
                    help="--planted: per-coordinate std of client models around centres (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the planted data and of k-means++")
-    p.add_argument("--mu", type=float, default=1.0,
-                   help="mu >= 0, the weight of cost(K) standing in for lambda + L/2 (default 1)")
+    p.add_argument("--mu", type=float, required=True,
+                   help="mu >= 0 (required), the weight of cost(K) standing in for lambda + L/2. "
+                        "K_hat depends strongly on mu relative to the scale of cost(K): "
+                        "inspect the printed table (e.g. --planted 40,4,20 picks K0 = 4 for "
+                        "mu around 0.01 and k_max for mu >= 0.1)")
     p.add_argument("--m", type=float, default=None,
                    help=f"total number of samples m (default {SAMPLES_PER_CLIENT_DEFAULT}*N, or "
                    "the sum of --client-sizes)")

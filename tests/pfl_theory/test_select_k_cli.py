@@ -35,11 +35,11 @@ def test_models_file_json_matches_independent_e(tmp_path, capsys):
 def test_default_m_and_client_sizes(tmp_path, capsys):
     x, _ = planted_model_vectors(6, 2, 2, separation=5.0, noise=0.1, seed=2)
     np.save(tmp_path / "m.npy", x)
-    assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--json"]) == 0
+    assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--json", "--mu", "1.0"]) == 0
     assert json.loads(capsys.readouterr().out)["m"] == 600  # documented default 100 * N
     np.save(tmp_path / "s.npy", np.arange(1, 7) * 10.0)
     assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--client-sizes",
-                 str(tmp_path / "s.npy"), "--json"]) == 0
+                 str(tmp_path / "s.npy"), "--json", "--mu", "1.0"]) == 0
     assert json.loads(capsys.readouterr().out)["m"] == 210
 
 
@@ -52,19 +52,25 @@ def test_default_m_and_client_sizes(tmp_path, capsys):
     (["--planted", "2,3,4"], "k0 must be <= num_clients"),
 ])
 def test_bad_input(argv, msg, capsys):
-    assert main(["select-k", *argv]) == 2
+    assert main(["select-k", *argv] + ([] if "--mu" in argv else ["--mu", "1.0"])) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_mu_is_required(capsys):
+    with pytest.raises(SystemExit):
+        main(["select-k", "--planted", "10,3,4"])
+    assert "--mu" in capsys.readouterr().err
 
 
 def test_wrong_shapes(tmp_path, capsys):
     np.save(tmp_path / "v.npy", np.zeros(5))
-    assert main(["select-k", "--models", str(tmp_path / "v.npy")]) == 2
+    assert main(["select-k", "--models", str(tmp_path / "v.npy"), "--mu", "1.0"]) == 2
     assert "shape [N, d]" in capsys.readouterr().err
     np.save(tmp_path / "m.npy", np.random.default_rng(0).normal(size=(6, 2)))
     np.save(tmp_path / "s.npy", np.ones(4))
     assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--client-sizes",
-                 str(tmp_path / "s.npy")]) == 2
+                 str(tmp_path / "s.npy"), "--mu", "1.0"]) == 2
     assert "--client-sizes must have shape [6]" in capsys.readouterr().err
     (tmp_path / "bad.npy").write_text("not numpy")
-    assert main(["select-k", "--models", str(tmp_path / "bad.npy")]) == 2
+    assert main(["select-k", "--models", str(tmp_path / "bad.npy"), "--mu", "1.0"]) == 2
     assert "cannot read" in capsys.readouterr().err

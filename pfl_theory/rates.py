@@ -37,17 +37,19 @@ HEADLINE_RATES: Mapping[str, sp.Expr] = {
     "pfedme.linear_speedup": 1 / (T * R * N),            # Corollary 1(i), strongly convex
     "pfedme.quadratic_speedup": 1 / (T * R * N) ** 2,    # Corollary 1(ii), strongly convex
     "pfedme.nonconvex": (T * R * N) ** sp.Rational(-2, 3),  # Corollary 2, non-convex
+    # CGPFL Theorem 4.1 remark (IJCAI): O(1/sqrt(KNRT)); see pfl_theory.cgpfl_symbolic
+    "cgpfl.generalized": 1 / sp.sqrt(K * N * R * T),
 }
-_HEADLINE_FN = {k: sp.lambdify((T, R, N), e, "numpy") for k, e in HEADLINE_RATES.items()}
+_HEADLINE_FN = {k: sp.lambdify((T, R, N, K), e, "numpy") for k, e in HEADLINE_RATES.items()}
 
 
-def headline_rate(name: str, *, T: Any, R: Any, N: Any) -> Any:
+def headline_rate(name: str, *, T: Any, R: Any, N: Any, K: Any = 1) -> Any:
     """Numeric value of a headline rate (constant 1), lambdified from
-    :data:`HEADLINE_RATES`; broadcasts over numpy arrays."""
+    :data:`HEADLINE_RATES`; broadcasts over numpy arrays (``K`` only enters CGPFL's)."""
     if name not in _HEADLINE_FN:
         raise ValueError(f"unknown rate {name!r}; known: {sorted(_HEADLINE_FN)}")
-    vals = [np.asarray(v, dtype=np.float64) for v in (T, R, N)]
-    for n, v in zip("TRN", vals):
+    vals = [np.asarray(v, dtype=np.float64) for v in (T, R, N, K)]
+    for n, v in zip("TRNK", vals):
         if np.any(~np.isfinite(v)) or np.any(v <= 0):
             raise ValueError(f"{n} must be finite and > 0, got {v!r}")
     return _HEADLINE_FN[name](*vals)

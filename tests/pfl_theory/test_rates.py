@@ -142,3 +142,16 @@ def test_derivation_validation():
         rates.headline_rate("cgpfl", T=1, R=1, N=1)
     with pytest.raises(ValueError, match="T must be"):
         rates.headline_rate("pfedme.nonconvex", T=0, R=1, N=1)
+
+
+def test_cgpfl_headline_rate_matches_its_theorem_module_and_reads_minus_half():
+    import sympy as sp
+
+    from pfl_theory import cgpfl_symbolic, rates
+
+    expr = rates.HEADLINE_RATES["cgpfl.generalized"]
+    assert sp.simplify(expr - cgpfl_symbolic.headline_rate()) == 0
+    exps = rates.power_exponents(expr, ["T", "R", "N", "K"])
+    assert all(v == sp.Rational(-1, 2) for v in exps.values())
+    # numeric form lambdified from the same expression: 1/sqrt(2·3·4·5) by hand
+    assert abs(rates.headline_rate("cgpfl.generalized", T=2, R=3, N=4, K=5) - 120 ** -0.5) < 1e-15

@@ -233,10 +233,10 @@ def start_state(alg, fed, w0: torch.Tensor, seed: int) -> State:
 
 
 def global_trajectory(alg, fed, *, rounds: int, seed: int, w0: torch.Tensor,
-                      record=("global",)) -> dict[str, torch.Tensor]:
+                      record=("global",), model=None) -> dict[str, torch.Tensor]:
     """Run ``rounds`` rounds from ``w0``; returns ``{name: [rounds+1, ...]}`` of the recorded
-    models' ``theta`` (index t = after t rounds)."""
-    model = QuadraticMean(fed.feature_shape[0])
+    models' ``theta`` (index t = after t rounds); ``model`` defaults to QuadraticMean."""
+    model = QuadraticMean(fed.feature_shape[0]) if model is None else model
     state = start_state(alg, fed, w0, seed)
     out = {k: [state.models[k]["theta"].clone()] for k in record}
     for _ in range(positive_int("rounds", rounds)):
@@ -264,17 +264,19 @@ def averaged_iterates(ws: torch.Tensor, eta_avg: float, mu_f: float) -> torch.Te
 def strongly_convex_run(*, lam: float = 4.0, lr: float = 0.05, local_rounds: int = 5,
                         beta: float = 1.0, batch_size: int = 5, noise: float = 0.0,
                         rounds: int = 200, clients: int = 10, dim: int = 5, seed: int = 0,
-                        start_distance: float = 10.0) -> dict[str, Any]:
+                        start_distance: float = 10.0, clients_per_round: int | None = None
+                        ) -> dict[str, Any]:
     """Theorem 1 experiment (E.B7): pFedMe with exact mini-batch prox, S = N, uniform
     aggregation, on QuadraticMean clients.  Returns the gaps ``F(w^t) − F*`` (last
     iterate) and ``F(w̄_T) − F*`` (α_t-weighted average) for ``T = 1 … rounds``, the exact
     per-round contraction ``q = 1 − β(1 − (1 − ημ_F)^R)`` of the noise-free last iterate,
     δ² (exact: ``E‖θ̃ − θ̂‖² = mean_i v_i / (|D|(1+λ)²)``, mini-batches with replacement),
-    and σ²_{F,1}.  Reading: α_t uses the effective per-round step ``η̃ = ηβR`` (the step
+    and σ²_{F,1}.  ``clients_per_round`` (default N) samples S < N clients per round.
+    Reading: α_t uses the effective per-round step ``η̃ = ηβR`` (the step
     the exponent e^{−η̂₁μ_F T/2} is stated in, η̂₁ ≥ ηβR); the printed α_t has η."""
     fed = quadratic_federation(num_clients=clients, dim=dim, noise=noise, seed=seed)
     alg = exact_prox_pfedme(lam=lam, lr=lr, local_rounds=local_rounds, batch_size=batch_size,
-                            beta=beta, clients_per_round=clients)
+                            beta=beta, clients_per_round=clients_per_round or clients)
     means = client_means(fed)
     g = torch.Generator().manual_seed(seed + 1)
     direction = torch.randn(dim, generator=g, dtype=torch.float64)
@@ -311,14 +313,33 @@ def floor_vs_delta(*, batch_sizes=(1, 2, 4, 8, 16), seeds=(0, 1, 2), rounds: int
             "floor": np.array(floors), "lam": r["lam"], "mu_F": r["mu_F"]}
 
 
+def floor_vs_sampling(*, clients: int = 40, sampled=(5, 10, 20, 30), seeds=(0, 1),
+                      rounds: int = 40, **kw) -> dict[str, Any]:
+    """E.B7 client-sampling term: noise-free clients (δ = 0), S of N clients aggregated per
+    round; the stationary ``F(w̄_T) − F*`` (mean over the last half) against ``N/S − 1``
+    (Theorem 1's (N/S − 1)σ²_{F,1}/(μ_F T N) term scales like N/S − 1 at fixed T; it
+    vanishes at S = N).  Returns ``ratio = N/S − 1 [K]`` and ``floor [seeds, K]``."""
+    floors = [[float(np.mean(strongly_convex_run(
+        clients=clients, clients_per_round=s, noise=0.0, rounds=rounds, seed=seed,
+        start_distance=0.0, **kw)["avg_gap"][rounds // 2:])) for s in sampled] for seed in seeds]
+    return {"S": np.array(sampled), "ratio": clients / np.array(sampled, dtype=float) - 1,
+            "floor": np.array(floors)}
+
+
 def personalized_ball(*, lams=(5.0, 10.0, 20.0, 50.0, 100.0), seeds=(0,), rounds: int = 60,
                       noise: float = 1.0, batch_size: int = 5, clients: int = 10,
-                      dim: int = 5, inner_steps: int = 3) -> dict[str, Any]:
+                      dim: int = 5, inner_steps: int = 3, model: str = "quadratic"
+                      ) -> dict[str, Any]:
     """E.B9 (Theorems 1b/2b): mean ``(1/N) Σ ‖θ̃_i − w‖²`` after ``rounds`` rounds of pFedMe
     (R = 1, S = N, β = 1, η = 0.5/μ_F … K inexact inner steps with η_p = 0.5/(1+λ), i.e.
     ν > 0 and δ > 0) on QuadraticMean clients, vs λ; prediction ``σ²_{F,1}(λ)/λ² + δ²``
     with the exact ``σ²_{F,1} = (λ/(1+λ))² (1/N)Σ‖x̄_i − w*‖²``.  Returns ``gap [seeds, L]``
-    and ``predicted [L]`` (diversity term only) and ``delta_sq [L]``."""
+    and ``predicted [L]`` (diversity term only) and ``delta_sq [L]``.  ``model="cosine"``
+    uses the non-convex :class:`CosineQuadratic` clients (Theorem 2(b); needs λ > 2√2·L ≈ 14
+    for its Lemma 2(b); ``predicted``/``delta_sq`` are then the quadratic-part values, for
+    reference only)."""
+    if model not in ("quadratic", "cosine"):
+        raise ValueError(f"model must be 'quadratic' or 'cosine', got {model!r}")
     gaps, pred, dsq = [], [], []
     for seed in seeds:
         fed = quadratic_federation(num_clients=clients, dim=dim, noise=noise, seed=seed)
@@ -331,7 +352,8 @@ def personalized_ball(*, lams=(5.0, 10.0, 20.0, 50.0, 100.0), seeds=(0,), rounds
                          inner_steps=inner_steps, local_rounds=1, batch_size=batch_size,
                          beta=1.0, clients_per_round=clients)
             ws = global_trajectory(alg, fed, rounds=rounds, seed=seed, w0=means.mean(0),
-                                   record=("global", "personalized"))
+                                   record=("global", "personalized"),
+                                   model=CosineQuadratic(dim) if model == "cosine" else None)
             theta, w = ws["personalized"][-1], ws["global"][-2]  # θ̃ solved against w^{T-1}
             row.append(float(((theta - w) ** 2).sum(1).mean()))
             if seed == seeds[0]:

@@ -40,7 +40,7 @@ def test_table1_make_quick_tiny(tmp_path, monkeypatch):
 
 
 def test_rates_make_tiny(tmp_path, monkeypatch):
-    tiny = {"rounds": 12, "batch_sizes": (1, 2, 4), "floor_seeds": 1, "floor_rounds": 6,
+    tiny = {"rounds": 12, "batch_sizes": (1, 2, 4), "floor_seeds": 1, "floor_rounds": 6, "sampled": (10, 20),
             "lams": (10.0, 30.0, 100.0), "ball_seeds": 1, "ball_rounds": 2, "nc_rounds": 16,
             "nc_fit_from": 4, "nc_seeds": 1, "clients": 4}
     monkeypatch.setitem(pfedme_rates.SIZES, "quick", tiny)

@@ -146,6 +146,13 @@ def test_floor_delta_sq_scales_inverse_batch():
     assert f["floor"].shape == (1, 2) and np.all(f["floor"] > 0)
 
 
+def test_floor_vs_sampling_zero_at_full_participation():
+    f = ex.floor_vs_sampling(clients=6, sampled=(2, 6), seeds=(0,), rounds=6, dim=2,
+                             local_rounds=1, lr=1.0)
+    assert np.allclose(f["ratio"], [2.0, 0.0])
+    assert f["floor"][0, 1] < 1e-25 < f["floor"][0, 0]  # S = N: no sampling noise at w*
+
+
 def test_personalized_ball_prediction_closed_form():
     b = ex.personalized_ball(lams=(10.0, 100.0), rounds=2, clients=4, dim=3)
     fed = ex.quadratic_federation(num_clients=4, dim=3, noise=1.0, seed=0)

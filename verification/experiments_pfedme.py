@@ -68,6 +68,20 @@ ROWS = {"FedAvg": ("fedavg", "global"), "Per-FedAvg": ("perfedavg", "personalize
 METRICS = ("weighted_final", "mean_final", "weighted_best", "mean_best")
 
 
+def single_threaded(fn):
+    """Run ``fn`` with one torch thread (restored afterwards): the engine's small batched
+    ops are several times slower with 2 threads on a shared 2-core machine."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+    return wrapper
+
+
 def _limit_blas():
     """One BLAS thread while generating data (numpy's SVD in multivariate_normal is ~20×
     slower with many threads on a shared 2-core machine)."""
@@ -108,6 +122,7 @@ def _summaries(history, name: str) -> dict[str, float]:
             "weighted_best": max(w), "mean_best": max(m)}
 
 
+@single_threaded
 def table1(*, seeds=(0,), rounds: int = PAPER_ROUNDS, model: str = "mlr", quick: bool = False,
            eval_every: int = 5, progress: bool = False, out_dir=None) -> dict[str, Any]:
     """Run FedAvg, Per-FedAvg and pFedMe (one run gives GM, PM and local) for each seed.
@@ -232,6 +247,7 @@ def start_state(alg, fed, w0: torch.Tensor, seed: int) -> State:
     return State(0, seed, {"global": w, "personalized": broadcast(w, n), "local": broadcast(w, n)})
 
 
+@single_threaded
 def global_trajectory(alg, fed, *, rounds: int, seed: int, w0: torch.Tensor,
                       record=("global",), model=None) -> dict[str, torch.Tensor]:
     """Run ``rounds`` rounds from ``w0``; returns ``{name: [rounds+1, ...]}`` of the recorded
@@ -261,6 +277,7 @@ def averaged_iterates(ws: torch.Tensor, eta_avg: float, mu_f: float) -> torch.Te
     return num / torch.cumsum(wts, 0)[:, None]
 
 
+@single_threaded
 def strongly_convex_run(*, lam: float = 4.0, lr: float = 0.05, local_rounds: int = 5,
                         beta: float = 1.0, batch_size: int = 5, noise: float = 0.0,
                         rounds: int = 200, clients: int = 10, dim: int = 5, seed: int = 0,
@@ -294,6 +311,7 @@ def strongly_convex_run(*, lam: float = 4.0, lr: float = 0.05, local_rounds: int
             "Delta0": float(start_distance ** 2), "lam": lam}
 
 
+@single_threaded
 def floor_vs_delta(*, batch_sizes=(1, 2, 4, 8, 16), seeds=(0, 1, 2), rounds: int = 300,
                    noise: float = 1.0, **kw) -> dict[str, Any]:
     """E.B7 floor: the stationary ``F(w̄_T) − F*`` (mean over the last half of the run) for
@@ -313,6 +331,7 @@ def floor_vs_delta(*, batch_sizes=(1, 2, 4, 8, 16), seeds=(0, 1, 2), rounds: int
             "floor": np.array(floors), "lam": r["lam"], "mu_F": r["mu_F"]}
 
 
+@single_threaded
 def floor_vs_sampling(*, clients: int = 40, sampled=(5, 10, 20, 30), seeds=(0, 1),
                       rounds: int = 40, **kw) -> dict[str, Any]:
     """E.B7 client-sampling term: noise-free clients (δ = 0), S of N clients aggregated per
@@ -326,6 +345,7 @@ def floor_vs_sampling(*, clients: int = 40, sampled=(5, 10, 20, 30), seeds=(0, 1
             "floor": np.array(floors)}
 
 
+@single_threaded
 def personalized_ball(*, lams=(5.0, 10.0, 20.0, 50.0, 100.0), seeds=(0,), rounds: int = 60,
                       noise: float = 1.0, batch_size: int = 5, clients: int = 10,
                       dim: int = 5, inner_steps: int = 3, model: str = "quadratic"
@@ -398,6 +418,7 @@ class CosineQuadratic(QuadraticMean):
         return th
 
 
+@single_threaded
 def nonconvex_run(*, rounds: int = 128, seed: int = 0, lam: float = 15.0, lr: float = 0.02,
                   personal_lr: float = 0.03, local_rounds: int = 2, inner_steps: int = 2,
                   batch_size: int = 5, beta: float = 1.0, clients: int = 20, dim: int = 5,

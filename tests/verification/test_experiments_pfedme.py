@@ -198,3 +198,15 @@ def test_nonconvex_run_expected_is_prefix_mean():
     for T, e in zip(r["T"], r["expected_grad_sq"]):
         assert math.isclose(e, r["grad_sq"][:T].mean(), rel_tol=1e-12)
     assert np.all(np.isfinite(r["grad_sq"])) and r["grad_sq"][-1] < r["grad_sq"][0]
+
+
+def test_single_threaded_restores_thread_count():
+    seen = []
+    fn = ex.single_threaded(lambda: seen.append(torch.get_num_threads()) or 7)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert fn() == 7 and seen == [1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -71,10 +71,15 @@ class Model:
         return loss
 
     def grad(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[Params, torch.Tensor]:
-        """Per-client gradients of the per-client mean loss, and the losses ``[N]``.
+        """Per-client gradients of the per-client mean loss, and the losses ``[N]``
+        (autograd; models may override with a hand-written batched gradient)."""
+        return self.autograd_grad(params, x, y)
 
-        Clients' parameters are independent, so the gradient of the *sum* of per-client
-        losses is each client's own gradient — one backward pass for all clients."""
+    def autograd_grad(self, params: Params, x: torch.Tensor, y: torch.Tensor
+                      ) -> tuple[Params, torch.Tensor]:
+        """Gradients by autograd.  Clients' parameters are independent, so the gradient of
+        the *sum* of per-client losses is each client's own gradient — one backward pass
+        for all clients."""
         with torch.enable_grad():
             leaves = {k: v.detach().requires_grad_(True) for k, v in params.items()}
             loss = self.per_client_loss(leaves, x, y)
@@ -102,6 +107,24 @@ class MLR(Model):
 
     def forward(self, params, x):
         return _dense(x.flatten(2), params["fc.weight"], params["fc.bias"])
+
+    def grad(self, params, x, y):
+        """Hand-written batched gradient of the mean cross-entropy (+ ℓ2):
+        ``∇_W = xᵀ(softmax(xW + b) − onehot(y)) / B + l2·W``, ``∇_b = Σ_B (…) / B`` —
+        two ``bmm`` per step instead of autograd's three plus bookkeeping (checked against
+        autograd and finite differences in the tests)."""
+        w, b = params["fc.weight"], params["fc.bias"]
+        x = x.flatten(2)
+        logp = torch.log_softmax(_dense(x, w, b), -1)
+        loss = -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1).mean(1)
+        g = logp.exp_()
+        g.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g[..., :1], -1.0))
+        g.div_(x.shape[1])
+        gw = torch.bmm(x.transpose(1, 2).contiguous(), g)
+        if self.l2 > 0:
+            gw = gw + self.l2 * w
+            loss = loss + 0.5 * self.l2 * (w ** 2).flatten(1).sum(1)
+        return {"fc.weight": gw, "fc.bias": g.sum(1)}, loss
 
 
 @dataclass

@@ -3,9 +3,10 @@
 This module is the *oracle* for equivalence tests (same seed ⇒ same mini-batch indices and
 client samples as the batched engine ⇒ the same numbers) and the *baseline* of the speed
 benchmark (``benchmarks/bench_engine.py``).  It deliberately loops over clients one at a
-time, each client holding its own ``[1, ...]`` parameters, and reuses only the model's
-forward/gradient (applied with ``N = 1``) and the algorithm's hyper-parameters — none of the
-batched update code.
+time, each client holding its own ``[1, ...]`` parameters, with gradients by autograd
+(``model.autograd_grad`` at ``N = 1``, as peer libraries call ``loss.backward()``), and
+reuses only the model's forward and the algorithm's hyper-parameters — none of the batched
+update code, and not the hand-written batched gradients.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def fedavg_round(alg: FedAvg, state: State, fed, model) -> State:
         w = {k: v.clone() for k, v in w_global.items()}
         for r in range(alg.local_rounds):
             x, y = fed.train.gather(batches[r, i:i + 1])
-            g, _ = model.grad(w, x, y)
+            g, _ = model.autograd_grad(w, x, y)
             for k in w:
                 w[k] = w[k] - alg.lr * g[k]
         share = int(fed.train.counts[i]) / total
@@ -55,7 +56,7 @@ def pfedme_round(alg: PFedMe, state: State, fed, model) -> State:
         for r in range(alg.local_rounds):
             x, y = fed.train.gather(batches[r, i:i + 1])
             for _ in range(alg.inner_steps):
-                g, _ = model.grad(theta, x, y)
+                g, _ = model.autograd_grad(theta, x, y)
                 for k in theta:
                     theta[k] = theta[k] - alg.personal_lr * (
                         g[k] + alg.lam * (theta[k] - w_loc[k]) + alg.code_l2 * theta[k])

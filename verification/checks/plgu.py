@@ -222,3 +222,30 @@ def rademacher_linear(ctx: Context) -> Outcome:
     return Outcome(measured={"slope": fit.slope, "ci": list(fit.ci), "max_ratio_to_bound": ratio},
                    theoretical={"slope": -0.5, "max_ratio_to_bound": 1.0}, holds=holds,
                    detail=f"{verdict.detail}; max (estimate − 3SE)/(BM/√m) = {ratio:.3f}")
+
+
+@check("plgu.metric_ordering", paper=PAPER,
+       reference="§D.9 metrics, §E.D6: lowest-5% ≤ average ≤ top-5% (mean of the worst/best "
+                 "⌈0.05 N⌉ clients)", kind="inequality", tolerance=1e-12,
+       tolerance_reason="float64 means of the same numbers",
+       quick={"vectors": 300}, full={"vectors": 5000})
+def metric_ordering(ctx: Context) -> Outcome:
+    """The runner's summaries (algorithms.evaluation.summarize) on random accuracy vectors:
+    the ordering holds and low5/top5 equal an independent sort-and-average."""
+    from algorithms.evaluation import summarize
+
+    rng = np.random.default_rng(ctx.seed)
+    worst_order, worst_def = 0.0, 0.0
+    for _ in range(ctx.params["vectors"]):
+        n = int(rng.integers(1, 200))
+        acc = rng.beta(rng.uniform(0.2, 5), rng.uniform(0.2, 5), size=n)
+        s = summarize(torch.tensor(acc), torch.ones(n))
+        k = math.ceil(0.05 * n)
+        srt = np.sort(acc)
+        worst_order = max(worst_order, s["low5"] - s["mean"], s["mean"] - s["top5"])
+        worst_def = max(worst_def, abs(s["low5"] - srt[:k].mean()), abs(s["top5"] - srt[-k:].mean()))
+    ok = worst_order <= ctx.tolerance and worst_def <= ctx.tolerance
+    return Outcome(measured={"order_violation": worst_order, "definition_error": worst_def},
+                   theoretical=0.0, holds=ok,
+                   detail=f"max ordering violation {worst_order:.2g}, max deviation from the "
+                          f"definition {worst_def:.2g}")

@@ -95,3 +95,27 @@ def lowest5_lift(ctx: Context) -> Outcome:
     holds = all(v >= 0 for v in measured.values())
     return Outcome(measured=measured, theoretical="every lift ≥ 0", holds=holds,
                    detail="lowest-5% lifts: " + ", ".join(f"{k}: {v:+.3f}" for k, v in measured.items()))
+
+
+@check("plgu.d_equals_l_no_perturbation", paper=PAPER,
+       reference="§D.5 / §E.D5: with D = L every layer is personalized, so LWSAM perturbs "
+                 "nothing (PLGU-LF at ρ > 0 equals ρ = 0)", kind="identity",
+       tolerance=0.0, tolerance_reason="same draws, same float64 operations: bit-identical",
+       quick={"clients": 8, "rounds": 3}, full={"clients": 30, "rounds": 8})
+def d_equals_l_no_perturbation(ctx: Context) -> Outcome:
+    fed = _blobs(ctx.seed, ctx.params["clients"])
+    model = DNN(6, 4, hidden=8)
+    cls = get_algorithm("plgu-lf")
+    kw = dict(local_rounds=3, batch_size=8, clients_per_round=ctx.params["clients"] // 2,
+              lr=0.1, personalized_layers=len(model.layers))
+    states = []
+    for rho in (0.0, 0.5):
+        alg = cls(rho=rho, **kw)
+        s = alg.init(fed, model, ctx.seed)
+        for _ in range(ctx.params["rounds"]):
+            s = alg.round(s, fed, model)
+        states.append(s)
+    diff = max(float((states[0].models[m][k] - states[1].models[m][k]).abs().max())
+               for m in states[0].models for k in states[0].models[m])
+    return Outcome(measured=diff, theoretical=0.0, holds=diff <= ctx.tolerance,
+                   detail=f"max |θ(ρ=0.5) − θ(ρ=0)| over all models = {diff:.3g} at D = L")

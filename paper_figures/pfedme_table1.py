@@ -56,8 +56,10 @@ def markdown(results: dict[str, dict[str, Any]], *, note: str = "") -> str:
         lines.append("")
     lines += ["Accuracies are sample-weighted (total correct / total test samples, as the "
               "public code computes); 'best-over-rounds' is the code's reported statistic "
-              "(max over evaluated rounds: every 5th round in full runs). pFedMe-local is w_{i,R}, "
-              "what the public code's 'personalized' accuracy evaluated.", ""]
+              "(max over evaluated rounds: every 5th round in full runs). ± is the standard "
+              "deviation over seeds with ddof 0 (np.std, as the code's average_data). "
+              "pFedMe-local is w_{i,R}, what the public code's 'personalized' accuracy "
+              "evaluated.", ""]
     return "\n".join(lines)
 
 

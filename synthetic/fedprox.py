@@ -28,6 +28,7 @@ import functools
 
 import numpy as np
 
+from pfl_theory.threads import single_blas_thread
 from pfl_theory.validation import nonnegative, positive_int
 
 
@@ -51,6 +52,14 @@ def generate(alpha: float, beta: float, *, iid: bool = False, num_clients: int =
 @functools.lru_cache(maxsize=4)
 def _generate(alpha: float, beta: float, iid: bool, num_clients: int, dim: int,
               num_classes: int, size_multiplier: int, seed: int):
+    # one BLAS thread: multivariate_normal's SVD of a 60×60 matrix is otherwise slowed
+    # many-fold by thread contention; the draws are identical either way
+    with single_blas_thread():
+        return _draw(alpha, beta, iid, num_clients, dim, num_classes, size_multiplier, seed)
+
+
+def _draw(alpha: float, beta: float, iid: bool, num_clients: int, dim: int,
+          num_classes: int, size_multiplier: int, seed: int):
     beta = nonnegative("beta", beta)
     n_clients = positive_int("num_clients", num_clients)
     dim = positive_int("dim", dim)

@@ -38,6 +38,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paper_figures import driver
+    from pfl_theory.threads import set_torch_threads
+
+    set_torch_threads()
 
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")

@@ -68,7 +68,10 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pfl_theory.threads import set_torch_threads
     from verification import runner
+
+    set_torch_threads()
 
     if args.seeds < 1:
         raise UserError(f"--seeds must be >= 1, got {args.seeds}")

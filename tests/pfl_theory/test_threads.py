@@ -1,0 +1,30 @@
+import pytest
+import torch
+
+from pfl_theory import threads
+
+
+def test_default_and_override(monkeypatch):
+    monkeypatch.delenv("PFLT_THREADS", raising=False)
+    assert threads.default_threads() == 1
+    monkeypatch.setenv("PFLT_THREADS", "2")
+    assert threads.default_threads() == 2
+    before = torch.get_num_threads()
+    try:
+        assert threads.set_torch_threads() == 2 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+def test_bad_env(monkeypatch, bad):
+    monkeypatch.setenv("PFLT_THREADS", bad)
+    with pytest.raises(ValueError, match="PFLT_THREADS"):
+        threads.default_threads()
+
+
+def test_single_blas_thread_is_a_context_manager():
+    import numpy as np
+    with threads.single_blas_thread():
+        a = np.linalg.svd(np.eye(3))[1]
+    assert np.allclose(a, 1.0)

@@ -101,7 +101,9 @@ class PFedMe:
                 "local": state.models["local"]}
 
     def diagnostics(self, state: State, fed, model) -> dict:
-        """Mean ‖θ̃_i − w‖² (Thm 1b/2b's personalized ball) and ‖w_{i,R} − w‖²."""
+        """Mean ‖θ̃_i − w^{t+1}‖² and ‖w_{i,R} − w^{t+1}‖², against the *new* global model
+        (the state keeps no copy of w^t; Thms 1b/2b measure θ̃_i(w^t) against w^t — the
+        verification checks compute that exactly on their own runs)."""
         g = state.models["global"]
         return {"personalized_gap_sq": float(sq_distance(state.models["personalized"], g).mean()),
                 "local_gap_sq": float(sq_distance(state.models["local"], g).mean())}

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, select, weighted_mean
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, select, validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
 
 
@@ -40,20 +41,17 @@ def mix(alpha: torch.Tensor, v: dict, w: dict) -> dict:
 @register("apfl")
 @dataclass(frozen=True)
 class APFL:
-    lr: float = hp(0.02, "local SGD learning rate η (global and local models)")
+    lr: float = hp(0.02, "local SGD learning rate η (global and local models)", check=positive)
     mix_init: float = hp(0.5, "initial mixing weight α_i ∈ [0, 1]")
-    mix_lr: float = hp(0.01, "learning rate η_α of the adaptive α update (0: fixed α)")
-    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
+    mix_lr: float = hp(0.01, "learning rate η_α of the adaptive α update (0: fixed α)",
+                       check=nonnegative)
+    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
 
     def __post_init__(self):
-        positive("lr", self.lr)
+        validate_hyperparameters(self)
         in_range("mix_init", self.mix_init, 0.0, 1.0)
-        nonnegative("mix_lr", self.mix_lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)

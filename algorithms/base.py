@@ -65,9 +65,28 @@ def hyperparameters(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if f.init]
 
 
-def hp(default: Any, help: str) -> Any:
-    """A documented hyper-parameter field."""
-    return field(default=default, metadata={"help": help})
+def hp(default: Any, help: str, check: Callable[[str, Any], Any] | None = None) -> Any:
+    """A documented hyper-parameter field; ``check(name, value)`` (e.g.
+    :func:`pfl_theory.validation.positive`) validates it in :func:`validate_hyperparameters`."""
+    return field(default=default, metadata={"help": help, "check": check})
+
+
+def one_of(*choices: str) -> Callable[[str, Any], str]:
+    """A ``check`` accepting only ``choices``."""
+    def check(name: str, value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+    return check
+
+
+def validate_hyperparameters(obj: Any) -> None:
+    """Run the ``check`` of every hyper-parameter field of ``obj`` (call from
+    ``__post_init__``); a bad value raises ``ValueError`` naming the field."""
+    for f in dataclasses.fields(obj):
+        check = f.metadata.get("check")
+        if check is not None:
+            check(f.name, getattr(obj, f.name))
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import State, broadcast, flatten, hp, register, select
+from algorithms.base import (State, broadcast, flatten, hp, register, select,
+                             validate_hyperparameters)
 from algorithms.steps import prox_steps
 from pfl_theory.kmeans import align_result, kmeans
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
@@ -92,30 +93,26 @@ def project(params: dict, p: torch.Tensor) -> dict:
 
 @dataclass(frozen=True)
 class _CGPFLBase:
-    lam: float = hp(12.0, "regularisation λ pulling θ_i to its context model (CGPFL default 12)")
-    personal_lr: float = hp(0.01, "learning rate η of the S personalized steps")
-    inner_steps: int = hp(5, "personalized steps S per local round")
-    lr: float = hp(1.0, "learning rate β of the local generalized-model step")
+    lam: float = hp(12.0, "regularisation λ pulling θ_i to its context model (CGPFL default 12)",
+                    check=positive)
+    personal_lr: float = hp(0.01, "learning rate η of the S personalized steps", check=positive)
+    inner_steps: int = hp(5, "personalized steps S per local round", check=positive_int)
+    lr: float = hp(1.0, "learning rate β of the local generalized-model step", check=positive)
     local_step: str = hp("pfedme", "scale c of the local step ω̃ ← ω̃ − β·c·(ω̃ − θ̃): "
                                    "'pfedme' c = λ (β = pFedMe's η), 'paper' c = 2/N (∇_ω G)")
-    local_scale: float = hp(0.0, "explicit c of the local step (> 0 overrides local_step)")
+    local_scale: float = hp(0.0, "explicit c of the local step (> 0 overrides local_step)",
+                            check=nonnegative)
     alpha: float = hp(1.0, "server step α in Ω ← Ω − α(Ω − Ω_{I,R}P) (α = 1: cluster means)")
-    local_rounds: int = hp(10, "local rounds R per communication round")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    kmeans_restarts: int = hp(10, "k-means++ restarts of the server clustering")
+    local_rounds: int = hp(10, "local rounds R per communication round", check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    kmeans_restarts: int = hp(10, "k-means++ restarts of the server clustering",
+                              check=positive_int)
 
     def __post_init__(self):
-        positive("lam", self.lam)
-        positive("personal_lr", self.personal_lr)
-        positive_int("inner_steps", self.inner_steps)
-        positive("lr", self.lr)
-        nonnegative("local_scale", self.local_scale)
+        validate_hyperparameters(self)
         if self.local_step not in ("pfedme", "paper"):
             raise ValueError(f"local_step must be 'pfedme' or 'paper', got {self.local_step!r}")
         in_range("alpha", self.alpha, 0.0, 1.0)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("kmeans_restarts", self.kmeans_restarts)
 
     # -- pieces ---------------------------------------------------------------------------
     def step_scale(self, n: int) -> float:
@@ -207,11 +204,10 @@ class _CGPFLBase:
 @register("cgpfl")
 @dataclass(frozen=True)
 class CGPFL(_CGPFLBase):
-    num_contexts: int = hp(4, "number K of context (generalized) models")
+    num_contexts: int = hp(4, "number K of context (generalized) models", check=positive_int)
 
     def __post_init__(self):
         super().__post_init__()
-        positive_int("num_contexts", self.num_contexts)
 
     def initial_contexts(self) -> int:
         return self.num_contexts
@@ -226,7 +222,7 @@ class CGPFL(_CGPFLBase):
 @dataclass(frozen=True)
 class CGPFLHeur(_CGPFLBase):
     k_max: int = hp(0, "largest K searched by e(K) (0: N/2, the paper's bound)")
-    mu: float = hp(1.0, "weight μ of cost(Θ,Ω;K) in e(K) (stands in for λ + L/2)")
+    mu: float = hp(1.0, "weight μ of cost(Θ,Ω;K) in e(K) (stands in for λ + L/2)", check=positive)
     select_round: int = hp(0, "round in which K̂ = argmin e(K) is chosen and frozen")
     select_on: str = hp("uploads", "models clustered by e(K): 'uploads' (ω̃_{i,R}) or "
                                    "'personalized' (θ̃_i)")
@@ -234,7 +230,6 @@ class CGPFLHeur(_CGPFLBase):
     def __post_init__(self):
         super().__post_init__()
         positive_int("k_max", self.k_max, minimum=0)
-        positive("mu", self.mu)
         positive_int("select_round", self.select_round, minimum=0)
         if self.select_on not in ("uploads", "personalized"):
             raise ValueError(f"select_on must be 'uploads' or 'personalized', got {self.select_on!r}")

@@ -39,7 +39,8 @@ from typing import Callable
 
 import torch
 
-from algorithms.base import check_clients_per_round, Params, State, broadcast, hp, register, sample_clients, weighted_mean
+from algorithms.base import (Params, State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import positive, positive_int
 
 Project = Callable[[Params], Params]
@@ -124,19 +125,16 @@ def check_aggregation(rule: str) -> None:
 class _Decoupled:
     """Shared hyper-parameters and the body/head state layout."""
 
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
-    head_layers: int = hp(1, "number of last layers personalized (the head)")
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)",
+                           check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int)
     aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
-        positive_int("head_layers", self.head_layers)
+        validate_hyperparameters(self)
         check_aggregation(self.aggregation)
 
     shared_part = "body"   # which part the server averages ("body" or "head")
@@ -183,11 +181,11 @@ class _Decoupled:
 @register("fedrep")
 @dataclass(frozen=True)
 class FedRep(_Decoupled):
-    head_steps: int = hp(10, "local SGD steps on the head (body fixed) before the body steps")
+    head_steps: int = hp(10, "local SGD steps on the head (body fixed) before the body steps",
+                         check=positive_int)
 
     def __post_init__(self):
         super().__post_init__()
-        positive_int("head_steps", self.head_steps)
 
     steps_per_round = property(lambda self: self.head_steps + self.local_rounds)
 

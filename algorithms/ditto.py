@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import (check_clients_per_round, State, broadcast, hp, register, sample_clients, select,
-                             sq_distance, weighted_mean)
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, select, sq_distance, validate_hyperparameters,
+                             weighted_mean)
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
 
@@ -29,20 +30,16 @@ from pfl_theory.validation import positive, positive_int
 @register("ditto")
 @dataclass(frozen=True)
 class Ditto:
-    lam: float = hp(0.1, "regularisation λ pulling personal models to the global model")
-    lr: float = hp(0.02, "local SGD learning rate η of the global (FedAvg) model")
-    personal_lr: float = hp(0.02, "learning rate η_p of the personal model")
-    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
+    lam: float = hp(0.1, "regularisation λ pulling personal models to the global model",
+                    check=positive)
+    lr: float = hp(0.02, "local SGD learning rate η of the global (FedAvg) model", check=positive)
+    personal_lr: float = hp(0.02, "learning rate η_p of the personal model", check=positive)
+    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
 
     def __post_init__(self):
-        positive("lam", self.lam)
-        positive("lr", self.lr)
-        positive("personal_lr", self.personal_lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
+        validate_hyperparameters(self)
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)

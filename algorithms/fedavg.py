@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, weighted_mean
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, validate_hyperparameters, weighted_mean)
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
 
@@ -22,16 +23,14 @@ from pfl_theory.validation import positive, positive_int
 @register("fedavg")
 @dataclass(frozen=True)
 class FedAvg:
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
+                           check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
+        validate_hyperparameters(self)
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)
@@ -54,14 +53,13 @@ class FedAvg:
 @register("local")
 @dataclass(frozen=True)
 class Local:
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
+                           check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
+        validate_hyperparameters(self)
 
     def init(self, fed, model, seed: int) -> State:
         start = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)

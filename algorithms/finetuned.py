@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, validate_hyperparameters)
 from algorithms.decoupled import (aggregate, check_aggregation, merge, param_count,
                                   partial_sgd, split_keys, subset)
 from algorithms.fedavg import FedAvg
@@ -70,20 +71,18 @@ class _FineTuned:
 @register("fedbabu")
 @dataclass(frozen=True)
 class FedBABU(_FineTuned):
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(10, "local SGD steps R per round on the body (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
-    head_layers: int = hp(1, "number of last layers in the (frozen, random) head")
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    local_rounds: int = hp(10, "local SGD steps R per round on the body (one mini-batch each)",
+                           check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    head_layers: int = hp(1, "number of last layers in the (frozen, random) head",
+                          check=positive_int)
     aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
     finetune_part: str = hp("head", "'head' or 'full': what the evaluation fine-tuning updates")
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
-        positive_int("head_layers", self.head_layers)
+        validate_hyperparameters(self)
         check_aggregation(self.aggregation)
         self._check_finetune()
 
@@ -122,11 +121,11 @@ class FedAvgFT(_FineTuned):
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)")
     batch_size: int = hp(20, "mini-batch size |D|")
     clients_per_round: int = hp(10, "clients S sampled per round")
-    head_layers: int = hp(1, "layers fine-tuned when finetune_part='head'")
+    head_layers: int = hp(1, "layers fine-tuned when finetune_part='head'", check=positive_int)
     finetune_part: str = hp("full", "'full' or 'head': what the evaluation fine-tuning updates")
 
     def __post_init__(self):
-        positive_int("head_layers", self.head_layers)
+        validate_hyperparameters(self)
         self._check_finetune()
         self.fedavg  # validates lr, local_rounds, batch_size, clients_per_round
 

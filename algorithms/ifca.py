@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import check_clients_per_round, State, hp, register, sample_clients, select, weighted_mean
+from algorithms.base import (State, check_clients_per_round, hp, register, sample_clients, select,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.evaluation import evaluate
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
@@ -43,18 +44,15 @@ def best_cluster(model, clusters: dict, split) -> torch.Tensor:
 @register("ifca")
 @dataclass(frozen=True)
 class IFCA:
-    num_contexts: int = hp(4, "number K of cluster models")
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
+    num_contexts: int = hp(4, "number K of cluster models", check=positive_int)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
+                           check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
 
     def __post_init__(self):
-        positive_int("num_contexts", self.num_contexts)
-        positive("lr", self.lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
+        validate_hyperparameters(self)
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)

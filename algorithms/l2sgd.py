@@ -22,25 +22,24 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import State, broadcast, hp, register
+from algorithms.base import (State, broadcast, hp, register, validate_hyperparameters)
 from pfl_theory.validation import in_open_unit, nonnegative, positive, positive_int
 
 
 @register("l2sgd")
 @dataclass(frozen=True)
 class L2SGD:
-    lr: float = hp(0.02, "step η = α/n of the local gradient step (scaled by 1/(1−p))")
-    lam: float = hp(1.0, "penalty λ on the distance of local models to their mean")
+    lr: float = hp(0.02, "step η = α/n of the local gradient step (scaled by 1/(1−p))",
+                   check=positive)
+    lam: float = hp(1.0, "penalty λ on the distance of local models to their mean",
+                    check=nonnegative)
     avg_prob: float = hp(0.1, "probability p of an averaging (communication) step")
-    local_rounds: int = hp(20, "iterations R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
+    local_rounds: int = hp(20, "iterations R per round (one mini-batch each)", check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        nonnegative("lam", self.lam)
+        validate_hyperparameters(self)
         in_open_unit("avg_prob", self.avg_prob)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
         if self.lr * self.lam / self.avg_prob > 1:
             raise ValueError(f"the averaging weight lr*lam/avg_prob must be <= 1, got "
                              f"{self.lr * self.lam / self.avg_prob:.4g}")

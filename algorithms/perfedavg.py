@@ -25,28 +25,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, weighted_mean
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import nonnegative, positive, positive_int
 
 
 @register("perfedavg")
 @dataclass(frozen=True)
 class PerFedAvg:
-    lr: float = hp(0.02, "outer (meta) learning rate β")
-    inner_lr: float = hp(0.02, "inner / adaptation learning rate α")
+    lr: float = hp(0.02, "outer (meta) learning rate β", check=positive)
+    inner_lr: float = hp(0.02, "inner / adaptation learning rate α", check=nonnegative)
     variant: str = hp("hf", "'fo' (first-order) or 'hf' (Hessian-free)")
-    hf_delta: float = hp(1e-3, "finite-difference step δ of the HF Hessian-vector product")
-    local_rounds: int = hp(20, "local steps R per round")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
+    hf_delta: float = hp(1e-3, "finite-difference step δ of the HF Hessian-vector product",
+                         check=positive)
+    local_rounds: int = hp(20, "local steps R per round", check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        nonnegative("inner_lr", self.inner_lr)
-        positive("hf_delta", self.hf_delta)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
+        validate_hyperparameters(self)
         if self.variant not in ("fo", "hf"):
             raise ValueError(f"variant must be 'fo' or 'hf', got {self.variant!r}")
 

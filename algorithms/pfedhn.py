@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import check_clients_per_round, Params, State, hp, register, sample_clients
+from algorithms.base import (Params, State, check_clients_per_round, hp, register, sample_clients,
+                             validate_hyperparameters)
 from algorithms.plgu_lf import check_sam_options
 from algorithms.sam import perturbation
 from algorithms.steps import local_sgd
@@ -99,23 +100,18 @@ def hn_vjp(hn: Params, v: torch.Tensor, delta: Params) -> tuple[Params, torch.Te
 @register("pfedhn")
 @dataclass(frozen=True)
 class PFedHN:
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S (= C) sampled per round")
-    hn_lr: float = hp(0.3, "hypernetwork / embedding learning rate α")
-    embed_dim: int = hp(8, "client embedding dimension e")
-    hn_hidden: int = hp(64, "hidden width of the hypernetwork MLP")
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)",
+                           check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
+    hn_lr: float = hp(0.3, "hypernetwork / embedding learning rate α", check=positive)
+    embed_dim: int = hp(8, "client embedding dimension e", check=positive_int)
+    hn_hidden: int = hp(64, "hidden width of the hypernetwork MLP", check=positive_int)
     hn_layers: int = hp(2, "hidden ReLU layers of the hypernetwork MLP")
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
-        positive("hn_lr", self.hn_lr)
-        positive_int("embed_dim", self.embed_dim)
-        positive_int("hn_hidden", self.hn_hidden)
+        validate_hyperparameters(self)
         positive_int("hn_layers", self.hn_layers, minimum=0)
 
     def init(self, fed, model, seed: int) -> State:

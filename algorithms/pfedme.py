@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (check_clients_per_round, State, broadcast, hp, register, sample_clients, sq_distance,
-                             weighted_mean)
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, one_of, register,
+                             sample_clients, sq_distance, validate_hyperparameters, weighted_mean)
 from algorithms.steps import prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
 
@@ -40,29 +40,24 @@ from pfl_theory.validation import nonnegative, positive, positive_int
 @register("pfedme")
 @dataclass(frozen=True)
 class PFedMe:
-    lam: float = hp(20.0, "regularisation λ pulling personalized models to the local model")
-    lr: float = hp(0.005, "learning rate η of the local (outer) update")
-    personal_lr: float = hp(0.01, "personal learning rate η_p of the K inner steps")
-    inner_steps: int = hp(5, "inner gradient steps K per local round")
-    local_rounds: int = hp(20, "local rounds R per communication round")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    beta: float = hp(1.0, "server mixing β: w ← (1−β)w + β·mean (β=1: averaging)")
-    clients_per_round: int = hp(10, "clients S aggregated per round (all clients train)")
-    aggregation: str = hp("uniform", "'uniform' (paper) or 'weighted' by samples (public code)")
-    code_l2: float = hp(0.0, "extra ℓ2 term μ·θ in the inner step (public code: 0.001)")
+    lam: float = hp(20.0, "regularisation λ pulling personalized models to the local model",
+                    check=positive)
+    lr: float = hp(0.005, "learning rate η of the local (outer) update", check=positive)
+    personal_lr: float = hp(0.01, "personal learning rate η_p of the K inner steps",
+                            check=positive)
+    inner_steps: int = hp(5, "inner gradient steps K per local round", check=positive_int)
+    local_rounds: int = hp(20, "local rounds R per communication round", check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    beta: float = hp(1.0, "server mixing β: w ← (1−β)w + β·mean (β=1: averaging)", check=positive)
+    clients_per_round: int = hp(10, "clients S aggregated per round (all clients train)",
+                                check=positive_int)
+    aggregation: str = hp("uniform", "'uniform' (paper) or 'weighted' by samples (public code)",
+                          check=one_of("uniform", "weighted"))
+    code_l2: float = hp(0.0, "extra ℓ2 term μ·θ in the inner step (public code: 0.001)",
+                        check=nonnegative)
 
     def __post_init__(self):
-        positive("lam", self.lam)
-        positive("lr", self.lr)
-        positive("personal_lr", self.personal_lr)
-        positive_int("inner_steps", self.inner_steps)
-        positive_int("local_rounds", self.local_rounds)
-        positive_int("batch_size", self.batch_size)
-        positive("beta", self.beta)
-        positive_int("clients_per_round", self.clients_per_round)
-        nonnegative("code_l2", self.code_l2)
-        if self.aggregation not in ("uniform", "weighted"):
-            raise ValueError(f"aggregation must be 'uniform' or 'weighted', got {self.aggregation!r}")
+        validate_hyperparameters(self)
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)

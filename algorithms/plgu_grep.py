@@ -38,7 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients, sq_distance
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, sq_distance, validate_hyperparameters)
 from algorithms.decoupled import aggregate, check_aggregation, merge, partial_sgd, scatter_rows, \
     split_keys, subset
 from algorithms.plgu_lf import check_sam_options
@@ -52,11 +53,12 @@ EQ13 = ("corrected", "printed")
 @register("plgu-grep")
 @dataclass(frozen=True)
 class PLGUGRep:
-    lr: float = hp(0.02, "local SGD learning rate η")
-    head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S (= C) sampled per round")
-    head_layers: int = hp(1, "number of last layers personalized (the head)")
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update",
+                         check=positive_int)
+    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
+    head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int)
     aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
     rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
     p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")
@@ -65,11 +67,7 @@ class PLGUGRep:
     zero_scores: str = hp("zeros", "ξ of a client whose scores are all 0: 'zeros' (no perturbation) or 'uniform'")
 
     def __post_init__(self):
-        positive("lr", self.lr)
-        positive_int("head_steps", self.head_steps)
-        positive_int("batch_size", self.batch_size)
-        positive_int("clients_per_round", self.clients_per_round)
-        positive_int("head_layers", self.head_layers)
+        validate_hyperparameters(self)
         check_aggregation(self.aggregation)
         check_sam_options(self.rho, self.p_norm, self.exponent)
         if self.eq13 not in EQ13:

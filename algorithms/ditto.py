@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
                              sample_clients, select, sq_distance, validate_hyperparameters,
                              weighted_mean)
-from algorithms.steps import local_sgd
+from algorithms.steps import local_sgd, prox_steps
 from pfl_theory.validation import positive, positive_int
 
 
@@ -46,17 +46,25 @@ class Ditto:
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
         return State(0, seed, {"global": w, "personalized": broadcast(w, fed.num_clients)})
 
+    def local_update(self, model, w_global, v, x, y):
+        """A client's work (all given clients batched): R SGD steps of the global model from
+        ``w_global`` ([1, ...]) and, on the same mini-batches, one step per batch of the
+        personal objective ``f_i(v) + λ/2‖v − w^t‖²``.  ``x[R, n, B, ...]``; returns
+        ``(w [n, ...], v [n, ...])``."""
+        anchor = broadcast(w_global, x.shape[1])
+        w = local_sgd(model, anchor, x, y, self.lr)
+        for r in range(x.shape[0]):
+            v = prox_steps(model, v, anchor, x[r], y[r], lam=self.lam, lr=self.personal_lr,
+                           steps=1)
+        return w, v
+
     def round(self, state: State, fed, model) -> State:
         gen = state.generator()
         batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
         chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
         x, y = fed.train.gather(batches[:, chosen])
-        anchor = broadcast(state.models["global"], chosen.numel())
-        w = local_sgd(model, anchor, x, y, self.lr)
-        v = select(state.models["personalized"], chosen)
-        for r in range(self.local_rounds):
-            g, _ = model.grad(v, x[r], y[r])
-            v = {k: v[k] - self.personal_lr * (g[k] + self.lam * (v[k] - anchor[k])) for k in v}
+        w, v = self.local_update(model, state.models["global"],
+                                 select(state.models["personalized"], chosen), x, y)
         personal = {k: t.clone() for k, t in state.models["personalized"].items()}
         for k in personal:
             personal[k][chosen] = v[k]

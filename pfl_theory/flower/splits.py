@@ -24,9 +24,8 @@ Reused engine code per algorithm:
 * FedAvg — :func:`algorithms.steps.local_sgd`, :func:`algorithms.base.weighted_mean`.
 * pFedMe — ``PFedMe.local_update`` and ``PFedMe.aggregate`` (all clients train, the sampled
   ``S`` upload).
-* Ditto — ``local_sgd`` + :func:`algorithms.steps.prox_steps` with ``steps=1`` per batch
-  for the personal step (Ditto's ``v ← v − η_p(∇f̃(v) + λ(v − w^t))``; the ``extra_l2 = 0``
-  term adds an exact zero), ``weighted_mean``.  ``Ditto`` has no local-update method yet.
+* Ditto — :meth:`algorithms.ditto.Ditto.local_update` (global SGD steps + one personal prox
+  step per batch), ``weighted_mean``.
 * FedRep / FedPer / LG-FedAvg — ``_Decoupled.local_update``,
   :func:`algorithms.decoupled.aggregate`.
 * CGPFL / CGPFL-Heur — ``_CGPFLBase.local_update`` (with ``local_scale`` set explicitly to
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import Params, State, broadcast, sample_clients, select, weighted_mean
-from algorithms.steps import local_sgd, prox_steps
+from algorithms.steps import local_sgd
 from synthetic.federation import Federation, Split
 
 
@@ -143,11 +142,7 @@ class DittoSplit(AlgorithmSplit):
     client_models = ("personalized",)
 
     def client_update(self, alg, model, view, x, y, num_clients):
-        anchor = broadcast(view.models["global"], 1)
-        w = local_sgd(model, anchor, x, y, alg.lr)
-        v = view.models["personalized"]
-        for r in range(x.shape[0]):
-            v = prox_steps(model, v, anchor, x[r], y[r], lam=alg.lam, lr=alg.personal_lr, steps=1)
+        w, v = alg.local_update(model, view.models["global"], view.models["personalized"], x, y)
         return {"global": w}, {"personalized": v}
 
     server_update = FedAvgSplit.server_update

@@ -40,7 +40,7 @@ def grid(sweep: dict) -> list[dict]:
 
 
 def run(args) -> int:
-    import tomllib
+    from pfl_theory.commands.run_options import tomllib
 
     from pfl_theory.cli import build_parser
     from pfl_theory.commands import run as run_cmd

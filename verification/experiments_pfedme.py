@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from algorithms.base import State, broadcast, weighted_mean
+from algorithms.base import State, broadcast
 from algorithms.fedavg import FedAvg
 from algorithms.models import QuadraticMean, build_model
 from algorithms.perfedavg import PerFedAvg
@@ -409,7 +409,7 @@ class CosineQuadratic(QuadraticMean):
         step ``1/(1 + λ + aω²)`` (contraction ``2aω²/(1 + λ + aω²)`` per step; the
         objective is strongly convex when ``λ > aω² − 1``). ``means`` = ``x̄_i`` [N, d]."""
         if lam <= self.a * self.omega ** 2 - 1:
-            raise ValueError(f"prox not strongly convex: need lam > a*omega^2 - 1")
+            raise ValueError("prox not strongly convex: need lam > a*omega^2 - 1")
         step = 1.0 / (1.0 + lam + self.a * self.omega ** 2)
         th = w.expand_as(means).clone()
         for _ in range(steps):

@@ -111,7 +111,6 @@ def test_iterative_prox_matches_closed_form_batched(method):
 
 
 def test_gd_stops_at_first_iterate_meeting_tolerance():
-    A, b = torch.eye(2, dtype=F64), torch.zeros(1, 2, dtype=F64)
     f = lambda th: 0.5 * (th ** 2).sum(-1)
     # h = ½‖θ‖² + ½‖θ − w‖², ∇h = 2θ − w; from θ0 = w with step 1/4: θ_k = w(1 + 2^-k)/2
     w = torch.tensor([[4.0, 0.0]], dtype=F64)

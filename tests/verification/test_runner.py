@@ -214,7 +214,7 @@ def test_figures_written_by_checks_are_linked(fake_registry, tmp_path):
     fig = next(c for c in data["checks"] if c["id"] == "fake.draws")["figures"]
     assert fig == ["figures/fake.draws/seed0/curve.csv"]
     assert (tmp_path / fig[0]).is_file()
-    assert f"(figures/fake.draws/seed0/curve.csv)" in (tmp_path / "report.md").read_text()
+    assert "(figures/fake.draws/seed0/curve.csv)" in (tmp_path / "report.md").read_text()
     assert not (tmp_path / "figures" / "fake.silent").exists()  # no empty directories
 
 

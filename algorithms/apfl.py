@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, select, validate_hyperparameters, weighted_mean)
+from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
+                             clients_per_round_hp, hp, register, sample_clients, select,
+                             validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
 
 
@@ -46,8 +47,8 @@ class APFL:
     mix_lr: float = hp(0.01, "learning rate η_α of the adaptive α update (0: fixed α)",
                        check=nonnegative)
     local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
-    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    batch_size: int = batch_size_hp()
+    clients_per_round: int = clients_per_round_hp()
 
     def __post_init__(self):
         validate_hyperparameters(self)

@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import torch
 
+from pfl_theory.validation import positive_int
+
 Params = dict[str, torch.Tensor]
 
 _REGISTRY: dict[str, type] = {}
@@ -69,6 +71,17 @@ def hp(default: Any, help: str, check: Callable[[str, Any], Any] | None = None) 
     """A documented hyper-parameter field; ``check(name, value)`` (e.g.
     :func:`pfl_theory.validation.positive`) validates it in :func:`validate_hyperparameters`."""
     return field(default=default, metadata={"help": help, "check": check})
+
+
+def batch_size_hp(default: int = 20) -> Any:
+    """The mini-batch size field ``|D|`` shared by the algorithms."""
+    return hp(default, "mini-batch size |D|", check=positive_int)
+
+
+def clients_per_round_hp(default: int = 10, help: str = "clients S sampled per round") -> Any:
+    """The client-sampling field ``S`` shared by the algorithms (``S ≤ N`` is checked in
+    ``init`` by :func:`check_clients_per_round`)."""
+    return hp(default, help, check=positive_int)
 
 
 def one_of(*choices: str) -> Callable[[str, Any], str]:

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (State, broadcast, flatten, hp, register, select,
+from algorithms.base import (State, batch_size_hp, broadcast, flatten, hp, register, select,
                              validate_hyperparameters)
 from algorithms.steps import prox_steps
 from pfl_theory.kmeans import align_result, kmeans
@@ -104,7 +104,7 @@ class _CGPFLBase:
                             check=nonnegative)
     alpha: float = hp(1.0, "server step α in Ω ← Ω − α(Ω − Ω_{I,R}P) (α = 1: cluster means)")
     local_rounds: int = hp(10, "local rounds R per communication round", check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
     kmeans_restarts: int = hp(10, "k-means++ restarts of the server clustering",
                               check=positive_int)
 

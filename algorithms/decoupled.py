@@ -39,8 +39,9 @@ from typing import Callable
 
 import torch
 
-from algorithms.base import (Params, State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, validate_hyperparameters, weighted_mean)
+from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round,
+                             clients_per_round_hp, hp, register, sample_clients,
+                             validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import positive, positive_int
 
 Project = Callable[[Params], Params]
@@ -128,8 +129,8 @@ class _Decoupled:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)",
                            check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
-    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    batch_size: int = batch_size_hp()
+    clients_per_round: int = clients_per_round_hp()
     head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int)
     aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
 

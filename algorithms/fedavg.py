@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, validate_hyperparameters, weighted_mean)
+from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
+                             clients_per_round_hp, hp, register, sample_clients,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
 
@@ -26,8 +27,8 @@ class FedAvg:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
-    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    batch_size: int = batch_size_hp()
+    clients_per_round: int = clients_per_round_hp()
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -56,7 +57,7 @@ class Local:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
 
     def __post_init__(self):
         validate_hyperparameters(self)

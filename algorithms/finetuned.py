@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, validate_hyperparameters)
+from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
+                             clients_per_round_hp, hp, register, sample_clients,
+                             validate_hyperparameters)
 from algorithms.decoupled import (aggregate, check_aggregation, merge, param_count,
                                   partial_sgd, split_keys, subset)
 from algorithms.fedavg import FedAvg
@@ -74,8 +75,8 @@ class FedBABU(_FineTuned):
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(10, "local SGD steps R per round on the body (one mini-batch each)",
                            check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
-    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    batch_size: int = batch_size_hp()
+    clients_per_round: int = clients_per_round_hp()
     head_layers: int = hp(1, "number of last layers in the (frozen, random) head",
                           check=positive_int)
     aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")

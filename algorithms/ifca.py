@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (State, check_clients_per_round, hp, register, sample_clients, select,
-                             validate_hyperparameters, weighted_mean)
+from algorithms.base import (State, batch_size_hp, check_clients_per_round, clients_per_round_hp,
+                             hp, register, sample_clients, select, validate_hyperparameters,
+                             weighted_mean)
 from algorithms.evaluation import evaluate
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
@@ -48,8 +49,8 @@ class IFCA:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
-    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    batch_size: int = batch_size_hp()
+    clients_per_round: int = clients_per_round_hp()
 
     def __post_init__(self):
         validate_hyperparameters(self)

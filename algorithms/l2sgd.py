@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (State, broadcast, hp, register, validate_hyperparameters)
+from algorithms.base import (State, batch_size_hp, broadcast, hp, register,
+                             validate_hyperparameters)
 from pfl_theory.validation import in_open_unit, nonnegative, positive, positive_int
 
 
@@ -35,7 +36,7 @@ class L2SGD:
                     check=nonnegative)
     avg_prob: float = hp(0.1, "probability p of an averaging (communication) step")
     local_rounds: int = hp(20, "iterations R per round (one mini-batch each)", check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
 
     def __post_init__(self):
         validate_hyperparameters(self)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, validate_hyperparameters, weighted_mean)
+from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
+                             clients_per_round_hp, hp, register, sample_clients,
+                             validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import nonnegative, positive, positive_int
 
 
@@ -39,8 +40,8 @@ class PerFedAvg:
     hf_delta: float = hp(1e-3, "finite-difference step δ of the HF Hessian-vector product",
                          check=positive)
     local_rounds: int = hp(20, "local steps R per round", check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
-    clients_per_round: int = hp(10, "clients S sampled per round", check=positive_int)
+    batch_size: int = batch_size_hp()
+    clients_per_round: int = clients_per_round_hp()
 
     def __post_init__(self):
         validate_hyperparameters(self)

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (Params, State, check_clients_per_round, hp, register, sample_clients,
-                             validate_hyperparameters)
+from algorithms.base import (Params, State, batch_size_hp, check_clients_per_round, hp, register,
+                             sample_clients, validate_hyperparameters)
 from algorithms.plgu_lf import check_sam_options
 from algorithms.sam import perturbation
 from algorithms.steps import local_sgd
@@ -103,7 +103,7 @@ class PFedHN:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)",
                            check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
     clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
     hn_lr: float = hp(0.3, "hypernetwork / embedding learning rate α", check=positive)
     embed_dim: int = hp(8, "client embedding dimension e", check=positive_int)

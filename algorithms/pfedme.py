@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (State, broadcast, check_clients_per_round, hp, one_of, register,
-                             sample_clients, sq_distance, validate_hyperparameters, weighted_mean)
+from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp, one_of,
+                             register, sample_clients, sq_distance, validate_hyperparameters,
+                             weighted_mean)
 from algorithms.steps import prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
 
@@ -47,7 +48,7 @@ class PFedMe:
                             check=positive)
     inner_steps: int = hp(5, "inner gradient steps K per local round", check=positive_int)
     local_rounds: int = hp(20, "local rounds R per communication round", check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
     beta: float = hp(1.0, "server mixing β: w ← (1−β)w + β·mean (β=1: averaging)", check=positive)
     clients_per_round: int = hp(10, "clients S aggregated per round (all clients train)",
                                 check=positive_int)

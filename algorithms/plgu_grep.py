@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, sq_distance, validate_hyperparameters)
+from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp,
+                             register, sample_clients, sq_distance, validate_hyperparameters)
 from algorithms.decoupled import aggregate, check_aggregation, merge, partial_sgd, scatter_rows, \
     split_keys, subset
 from algorithms.plgu_lf import check_sam_options
@@ -56,7 +56,7 @@ class PLGUGRep:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update",
                          check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
     clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
     head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int)
     aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")

@@ -54,8 +54,9 @@ from typing import Sequence
 
 import torch
 
-from algorithms.base import (Params, State, broadcast, check_clients_per_round, hp, register,
-                             sample_clients, sq_distance, validate_hyperparameters, weighted_mean)
+from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round, hp,
+                             register, sample_clients, sq_distance, validate_hyperparameters,
+                             weighted_mean)
 from algorithms.plgu_scores import personalization_scores, top_layers
 from algorithms.sam import EXPONENTS, dual_exponent, sam_gradient
 from pfl_theory.validation import nonnegative, positive, positive_int
@@ -103,7 +104,7 @@ def plgu_local(model, theta: Params, w: Params, x: torch.Tensor, y: torch.Tensor
 class _SAMFields:
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local steps K per round (one mini-batch each)", check=positive_int)
-    batch_size: int = hp(20, "mini-batch size |D|", check=positive_int)
+    batch_size: int = batch_size_hp()
     clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
     rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
     p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")

@@ -18,7 +18,6 @@ Theorems 1–2).  Experiments: :mod:`verification.experiments_pfedme`.  Three PN
 
 from __future__ import annotations
 
-import csv
 import pathlib
 
 import matplotlib
@@ -27,6 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from paper_figures._io import write_csv  # noqa: E402
 from verification import experiments_pfedme as ex  # noqa: E402
 from verification.fitting import fit_loglog  # noqa: E402
 
@@ -45,12 +45,6 @@ SIZES = {
 }
 
 
-def _csv(path: pathlib.Path, header, rows) -> pathlib.Path:
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def _save(fig, path: pathlib.Path) -> pathlib.Path:
@@ -100,7 +94,7 @@ def strongly_convex(out: pathlib.Path, z: dict, seed: int) -> list[pathlib.Path]
     rows = [["decay", int(t), g, c * s] for t, g, s in zip(T, gap, shape)]
     rows += [["floor", d, f, c_floor * m] for d, f, m in zip(dsq, floor, term)]
     rows += [["sampling", r_, f, c_samp * r_] for r_, f in zip(sp["ratio"], s_floor)]
-    return [png, _csv(out / "pfedme_rate_strongly_convex.csv",
+    return [png, write_csv(out / "pfedme_rate_strongly_convex.csv",
                       ["panel", "x", "measured", "theory_curve"], rows)]
 
 
@@ -124,7 +118,7 @@ def ball(out: pathlib.Path, z: dict, seed: int) -> list[pathlib.Path]:
     ax.set_title("Theorems 1(b)/2(b): personalized ball")
     ax.legend(fontsize=8)
     png = _save(fig, out / "pfedme_ball_lambda.png")
-    return [png, _csv(out / "pfedme_ball_lambda.csv",
+    return [png, write_csv(out / "pfedme_ball_lambda.csv",
                       ["lambda", "measured", "predicted", "measured_nonconvex"],
                       [[l, g, p, nc.get(l, "")] for l, g, p in zip(b["lam"], gap, pred)])]
 
@@ -147,7 +141,7 @@ def nonconvex(out: pathlib.Path, z: dict, seed: int) -> list[pathlib.Path]:
     ax.set_title("Theorem 2(a): non-convex, fitted exponent")
     ax.legend(fontsize=8)
     png = _save(fig, out / "pfedme_nonconvex_T.png")
-    return [png, _csv(out / "pfedme_nonconvex_T.csv",
+    return [png, write_csv(out / "pfedme_nonconvex_T.csv",
                       ["T", "measured_mean", "fitted", "reference_T^-2/3"],
                       [[int(t), m, float(fit.predict(t)), r] for t, m, r in zip(T, mean, ref)])]
 

@@ -24,7 +24,6 @@ steps, then one body step resp. eqs. 11–13), ρ = 0.05 (paper default), D = 2,
 
 from __future__ import annotations
 
-import csv
 import math
 import pathlib
 
@@ -38,6 +37,7 @@ import torch  # noqa: E402
 from algorithms.base import get_algorithm  # noqa: E402
 from algorithms.evaluation import evaluate, summarize  # noqa: E402
 from algorithms.models import Model, _dense, _uniform  # noqa: E402
+from paper_figures._io import write_csv  # noqa: E402
 from synthetic.federation import Federation  # noqa: E402
 from synthetic.fedprox import generate  # noqa: E402
 from synthetic.partition import label_skew_partition  # noqa: E402
@@ -118,12 +118,6 @@ def stats(acc: np.ndarray) -> tuple[float, float, float]:
     return s["mean"], s["low5"], s["top5"]
 
 
-def _csv(path: pathlib.Path, header, rows) -> pathlib.Path:
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
@@ -165,7 +159,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     ax.set_title(f"label skew, N={n_clients}, 3 of {CLASSES} classes/client, {rounds} rounds")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    files += [out / "plgu_client_ecdf.png", _csv(out / "plgu_client_ecdf.csv",
+    files += [out / "plgu_client_ecdf.png", write_csv(out / "plgu_client_ecdf.csv",
                                                  ["method", "accuracy", "ecdf"], ecdf_rows)]
     fig.savefig(files[0], dpi=120)
     plt.close(fig)
@@ -177,7 +171,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
         rows.append([label] + [f"{v:.4f}" for v in mu] + [f"{v:.4f}" for v in sd])
         md.append(f"| {label} | " + " | ".join(
             f"{100 * m:.2f}" + (f" ± {100 * e:.2f}" if len(seeds) > 1 else "") for m, e in zip(mu, sd)) + " |")
-    files.append(_csv(out / "plgu_table.csv", ["method", "average", "lowest5", "top5",
+    files.append(write_csv(out / "plgu_table.csv", ["method", "average", "lowest5", "top5",
                                                "sd_average", "sd_lowest5", "sd_top5"], rows))
     (out / "plgu_table.md").write_text(
         f"Client test accuracy (%), N={n_clients}, {rounds} rounds, seeds {seeds}; "
@@ -197,7 +191,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     axes[0].set_ylabel("client test accuracy")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    files += [out / "plgu_effect_of_D.png", _csv(out / "plgu_effect_of_D.csv",
+    files += [out / "plgu_effect_of_D.png", write_csv(out / "plgu_effect_of_D.csv",
                                                  ["model", "D", "average", "lowest5", "top5"], d_rows)]
     fig.savefig(files[-2], dpi=120)
     plt.close(fig)

@@ -15,7 +15,6 @@ paper's (unrecovered) values.  Writes four PNG + CSV pairs:
 
 from __future__ import annotations
 
-import csv
 import math
 import pathlib
 
@@ -26,18 +25,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from algorithms.ppfe_linear import compare_methods  # noqa: E402
+from paper_figures._io import write_csv  # noqa: E402
 from pfl_theory.ppfe_bounds import corollary2_terms, kappa0_from_ingredients, select_stages  # noqa: E402
 from synthetic.linear import make_linear_federation  # noqa: E402
 
 METHODS = ("PPFE", "Local", "FedAvg")
 
 
-def _write_csv(path: pathlib.Path, header: list[str], rows: list[list]) -> pathlib.Path:
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def _run(num_clients: int, alpha, reps: int, seed: int, n_test: int, dim: int, n: int) -> dict:
@@ -82,7 +76,7 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     paths: list[pathlib.Path] = []
 
     res_n = [_run(k, 0.5, reps, seed, n_test, dim, n) for k in ns]
-    paths.append(_write_csv(out / "ppfe_mse_vs_n.csv", ["N", "method", "mean_mse", "std_mse"],
+    paths.append(write_csv(out / "ppfe_mse_vs_n.csv", ["N", "method", "mean_mse", "std_mse"],
                             [[k, m, r[m].mean(), r[m].std()] for k, r in zip(ns, res_n)
                              for m in METHODS]))
     paths.append(_errorbar_plot(out / "ppfe_mse_vs_n.png", ns, res_n, "number of clients N (α = 0.5)"))
@@ -90,7 +84,7 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     settings = alphas + ["uniform"]
     res_a = [_run(n_alpha, a, reps, seed, n_test, dim, n) for a in settings]
     labels = [str(a) if a != "uniform" else "U(0,1)" for a in settings]
-    paths.append(_write_csv(out / "ppfe_mse_vs_alpha.csv", ["alpha", "method", "mean_mse", "std_mse"],
+    paths.append(write_csv(out / "ppfe_mse_vs_alpha.csv", ["alpha", "method", "mean_mse", "std_mse"],
                             [[lab, m, r[m].mean(), r[m].std()] for lab, r in zip(labels, res_a)
                              for m in METHODS]))
     paths.append(_errorbar_plot(out / "ppfe_mse_vs_alpha.png", list(range(len(settings))), res_a,
@@ -106,7 +100,7 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     sel = select_stages(gamma=gamma, kappa0=kappa0, n=n, t_max=20)
     rows = [[int(t), stages[int(t) - 1] if t <= stages.size else "", b, v, f]
             for t, b, v, f in zip(sel.ts, sel.bias, sel.variance, sel.bound)]
-    paths.append(_write_csv(out / "ppfe_stages.csv",
+    paths.append(write_csv(out / "ppfe_stages.csv",
                             ["T", "ppfe_test_mse", "bound_bias", "bound_variance", "bound_total"], rows))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
     a1.plot(ts, stages, "o-")
@@ -130,7 +124,7 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     terms = [corollary2_terms(width=100, depth=3, num_stages=4, n=150, num_clients=int(k),
                               gamma_w=0.5, delta=0.05) for k in n_grid]
     names = ["shared", "personalized", "boosting", "confidence", "total"]
-    paths.append(_write_csv(out / "ppfe_bound_terms.csv", ["N"] + names,
+    paths.append(write_csv(out / "ppfe_bound_terms.csv", ["N"] + names,
                             [[int(k)] + [t[nm] for nm in names] for k, t in zip(n_grid, terms)]))
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for nm in names:

@@ -12,18 +12,9 @@ from algorithms.fedavg import FedAvg
 from algorithms.finetuned import FedAvgFT, FedBABU
 from algorithms.models import DNN, MLR
 from algorithms.runner import run
-from synthetic.permuted_labels import permuted_label_federation
 
 NAMES = ["fedrep", "fedper", "lgfedavg", "fedbabu", "fedavg-ft"]
 HIDDEN = 8
-
-
-@pytest.fixture(scope="module")
-def fed():
-    # 6 clients, 4 clusters, 3 per client, labels permuted per client: chance ≈ 1/3
-    return permuted_label_federation(num_clients=6, num_clusters=4, classes_per_client=3, dim=6,
-                                     size_range=(40, 60), separation=2.0, noise=0.7, seed=1,
-                                     device="cpu", dtype=torch.float64)
 
 
 @pytest.fixture(scope="module")

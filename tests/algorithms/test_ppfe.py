@@ -25,13 +25,6 @@ BUDGET = 16                  # rounds; default fractions 30/50/40/40 → [3, 5, 
 
 
 @pytest.fixture(scope="module")
-def fed():
-    return permuted_label_federation(num_clients=6, num_clusters=4, classes_per_client=3, dim=6,
-                                     size_range=(40, 60), separation=2.0, noise=0.7, seed=1,
-                                     device="cpu", dtype=torch.float64)
-
-
-@pytest.fixture(scope="module")
 def mlp():
     return MLP(6, 4, hidden=WIDTHS[1:-1])
 

@@ -47,11 +47,13 @@ def registry() -> dict[str, type]:
     """All registered algorithms: imports every module of :mod:`algorithms` once."""
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import algorithms
-
-    for info in pkgutil.iter_modules(algorithms.__path__):
-        importlib.import_module(f"algorithms.{info.name}")
+    # the package's own directory (not ``import algorithms``: no loop with __init__);
+    # sub-packages (the Flower adapter) are not algorithms
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if not info.ispkg:
+            importlib.import_module(f"algorithms.{info.name}")
     return dict(sorted(_REGISTRY.items()))
 
 
@@ -67,21 +69,24 @@ def hyperparameters(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if f.init]
 
 
-def hp(default: Any, help: str, check: Callable[[str, Any], Any] | None = None) -> Any:
+def hp(default: Any, help: str, check: Callable[[str, Any], Any] | None = None, *,
+       symbol: str = "") -> Any:
     """A documented hyper-parameter field; ``check(name, value)`` (e.g.
-    :func:`pfl_theory.validation.positive`) validates it in :func:`validate_hyperparameters`."""
-    return field(default=default, metadata={"help": help, "check": check})
+    :func:`pfl_theory.validation.positive`) validates it in :func:`validate_hyperparameters`;
+    ``symbol`` is the paper's symbol for it (e.g. ``"η"``, ``"λ"``, ``"β"``), shown by
+    ``pflt list`` and ``pflt run --algorithm X --help``."""
+    return field(default=default, metadata={"help": help, "check": check, "symbol": symbol})
 
 
 def batch_size_hp(default: int = 20) -> Any:
     """The mini-batch size field ``|D|`` shared by the algorithms."""
-    return hp(default, "mini-batch size |D|", check=positive_int)
+    return hp(default, "mini-batch size |D|", check=positive_int, symbol="|D|")
 
 
 def clients_per_round_hp(default: int = 10, help: str = "clients S sampled per round") -> Any:
     """The client-sampling field ``S`` shared by the algorithms (``S ≤ N`` is checked in
     ``init`` by :func:`check_clients_per_round`)."""
-    return hp(default, help, check=positive_int)
+    return hp(default, help, check=positive_int, symbol="S")
 
 
 def one_of(*choices: str) -> Callable[[str, Any], str]:

@@ -1,6 +1,6 @@
 """CGPFL and CGPFL-Heur — X. Tang, S. Guo, J. Guo, *Personalized Federated Learning with
 Contextualized Generalization*, IJCAI 2022 (arXiv 2106.13044; ICLR-2022 submission
-*… with Clustered Generalization*).  Algorithm 1; FORMULAS.md §A.3, §A.5, §A.9.
+*… with Clustered Generalization*).  Algorithm 1; docs/formulas.md §A.3, §A.5, §A.9.
 
 Round ``t`` (all clients batched; models stored row-major: Ω_K is ``[K, ...]``):
 
@@ -10,7 +10,7 @@ Round ``t`` (all clients batched; models stored row-major: Ω_K is ``[K, ...]``)
    local generalized-model step ``ω̃_{i,r+1} = ω̃_{i,r} − β·c·(ω̃_{i,r} − θ̃_i)``; the
    paper's ``c = 2/N`` (``∇_{ω_i} G``, ICLR appendix) is ``local_step="paper"``; the default
    ``local_step="pfedme"`` uses ``c = λ`` so that ``lr`` = β means pFedMe's η and the step
-   does not vanish as N grows (FORMULAS §A.5 practical note: with c = 2/N, N = 40 and
+   does not vanish as N grows (docs/formulas.md §A.5 practical note: with c = 2/N, N = 40 and
    β = 0.005 the context models barely move); ``local_scale > 0`` sets ``c`` directly.
    Same algorithm, only β is parametrised differently: β_paper = lr·λ·N/2;
 3. server: k-means++ (:func:`pfl_theory.kmeans.kmeans`, seeded, ``kmeans_restarts``
@@ -19,7 +19,7 @@ Round ``t`` (all clients batched; models stored row-major: Ω_K is ``[K, ...]``)
    its cluster's uploads), computed literally with the N×K matrix ``P^{t+1}``.
 
 **K = 1 ↔ pFedMe.** With ``num_contexts=1`` and all clients aggregated, one round is
-pFedMe's (FORMULAS §B.4) under ``β·c = η_pFedMe·λ`` (default ``local_step="pfedme"``:
+pFedMe's (docs/formulas.md §B.4) under ``β·c = η_pFedMe·λ`` (default ``local_step="pfedme"``:
 ``lr = η_pFedMe``; with the paper's ``c = 2/N``: ``lr = η_pFedMe·λ·N/2``), ``alpha = β_pFedMe``,
 ``personal_lr = η_p``, ``inner_steps = K_pFedMe``, pFedMe ``clients_per_round = N``,
 ``aggregation="uniform"``.  The same seed then gives the same mini-batches (stream 0 of

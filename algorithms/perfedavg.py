@@ -1,7 +1,7 @@
 """Per-FedAvg — A. Fallah, A. Mokhtari, A. Ozdaglar, *Personalized Federated Learning with
 Theoretical Guarantees: A Model-Agnostic Meta-Learning Approach*, NeurIPS 2020
 (arXiv 2002.07948).  Algorithm 1 with the first-order (FO) and Hessian-free (HF)
-approximations of §3; a baseline of pFedMe and CGPFL (FORMULAS.md §B.1 eq. 4, §A.10).
+approximations of §3; a baseline of pFedMe and CGPFL (docs/formulas.md §B.1 eq. 4, §A.10).
 
 Objective: ``min_w (1/N) Σ_i f_i(w − α∇f_i(w))``.  Round ``t`` (sampled clients batched):
 for ``r = 0 … R−1`` with three independent mini-batches ``D, D', D''`` of size ``|D|``:

@@ -4,7 +4,7 @@
   Learning using Hypernetworks*, ICML 2021 (arXiv 2103.04628).
 * **PLGU-GHN** — X. Qu, H. Xu, M. Tang, J. Luo, et al., *How to Prevent the Poor Performance
   Clients for Personalized Federated Learning?* (CVPR 2023), appendix C, eqs. 22–26 and
-  Algorithm 4; spec FORMULAS.md §D.7.
+  Algorithm 4; spec docs/formulas.md §D.7.
 
 Hypernetwork (eq. 22): client embedding v_i ∈ R^e (``embed_dim``), an MLP of ``hn_layers``
 ReLU layers of width ``hn_hidden``, then one linear output head per target parameter:
@@ -26,7 +26,7 @@ Readings and departures:
 
 * Sign: eqs. 24–25 print Δw = w^K − w^0 and use the product as a descent direction; read
   literally that would *ascend*.  We follow the pFedHN code (Δ = initial − final), under
-  which the update moves h(v_i; φ) towards the locally trained w_i^K (FORMULAS §D.7 note).
+  which the update moves h(v_i; φ) towards the locally trained w_i^K (docs/formulas.md §D.7 note).
 * pFedHN updates the HN after every single client with Adam/SGD+momentum; here all sampled
   clients are processed at once with plain SGD: the φ gradient is averaged over C^t (eq. 24),
   each v_i takes its own full step (eq. 25).  No weight decay.

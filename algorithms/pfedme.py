@@ -1,5 +1,5 @@
 """pFedMe — T. Dinh, N. H. Tran, T. D. Nguyen, *Personalized Federated Learning with Moreau
-Envelopes*, NeurIPS 2020 (arXiv 2006.08848). Algorithm 1; FORMULAS.md §B.4.
+Envelopes*, NeurIPS 2020 (arXiv 2006.08848). Algorithm 1; docs/formulas.md §B.4.
 
 Round ``t`` (all clients batched):
 
@@ -13,7 +13,7 @@ Round ``t`` (all clients batched):
    ``w^{t+1} = (1 − β) w^t + β · mean_{i∈S^t} w_{i,R}`` (uniform mean as in the paper;
    ``aggregation="weighted"`` uses sample counts as the public code does).
 
-Departures / choices (recorded, see FORMULAS.md §B.4):
+Departures / choices (recorded, see docs/formulas.md §B.4):
 
 * The inner problem is solved by a fixed number ``K`` of steps rather than until
   ``‖∇h̃‖² ≤ ν`` (eq. 8) — as in the paper's experiments and code.

@@ -2,7 +2,7 @@
 
 Paper: X. Qu, H. Xu, M. Tang, J. Luo, et al., *How to Prevent the Poor Performance Clients
 for Personalized Federated Learning?* (CVPR 2023), eqs. 8–13 and Algorithm 3; spec
-FORMULAS.md §D.6, checks §E.D5.  Base algorithm: FedRep (Collins, Hassani, Mokhtari,
+docs/formulas.md §D.6, checks §E.D5.  Base algorithm: FedRep (Collins, Hassani, Mokhtari,
 Shakkottai, ICML 2021), reused from :mod:`algorithms.decoupled` (same state layout
 ``shared`` = body φ̃ ``[1, ...]``, ``personal`` = heads h_i ``[N, ...]``, same draws).
 
@@ -20,7 +20,7 @@ Round t, sampled clients C^t (|C^t| = ``clients_per_round``), one mini-batch per
 Evaluated: ``personalized`` = φ̃^t ∘ h_i (the global representation with the client's head,
 as FedRep; the paper's "output θ̃_i^T" does not say which body).
 
-Readings and departures (FORMULAS §D.2, §D.6):
+Readings and departures (docs/formulas.md §D.2, §D.6):
 
 * eq. 12's exponent: corrected 1/p by default, ``exponent="printed"`` gives p − 1.
 * eq. 13 as printed updates with g (the eq. 11 gradient), leaving the just-computed g̃

@@ -3,7 +3,7 @@
 * **PLGU** — X. Qu, H. Xu, M. Tang, J. Luo, et al., *How to Prevent the Poor Performance
   Clients for Personalized Federated Learning?* (CVPR 2023): "Personalize Locally,
   Generalize Universally".  Algorithm 1 (local routine), Algorithm 2 (PLGU-LF), eqs. 5–7;
-  spec FORMULAS.md §D.3–D.5, checks §E.D5.
+  spec docs/formulas.md §D.3–D.5, checks §E.D5.
 * **FedSAM** — Z. Qu, X. Li, R. Duan, Y. Liu, B. Tang, Z. Lu, *Generalized Federated
   Learning via Sharpness Aware Minimization*, ICML 2022 (arXiv 2206.02618); also
   D. Caldarola, B. Caputo, M. Ciccone, *Improving Generalization in Federated Learning by
@@ -29,7 +29,7 @@ PLGU-LF, round t (Algorithm 2), for the sampled clients C^t, |C^t| = ``clients_p
 5. server: w̃^{t+1} = w̃^t + (1/C) Σ_i (w̃_i^{t,K} − w̃^t)  (the copy's w̃^{t+1} on the
    right-hand side is a typo, §D.5).
 
-Readings and departures (FORMULAS §D.2–D.5):
+Readings and departures (docs/formulas.md §D.2–D.5):
 
 * Exponent of eq. 5: the corrected 1/p is the default, ``exponent="printed"`` gives p − 1.
 * Step 4 of Algorithm 1 as printed mixes θ̃ and w̃; we take the natural reading: the SAM

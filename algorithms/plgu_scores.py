@@ -1,7 +1,7 @@
 """PLGU layer personalization scores ξ (eqs. 6 and 10) and top-D layer selection.
 
 Paper: Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
-Learning?* (CVPR 2023) — "PLGU".  Spec: FORMULAS.md §D.4 (scores), §D.5 step 2 (top-D),
+Learning?* (CVPR 2023) — "PLGU".  Spec: docs/formulas.md §D.4 (scores), §D.5 step 2 (top-D),
 checks §E.D4.
 
 Formula (eq. 6, PLGU-LF; eq. 10, PLGU-GRep is the same with θ → φ_i, w → φ restricted to the
@@ -12,7 +12,7 @@ representation layers)::
 where θ̃_{i,l} is client i's personalized layer l (all parameter tensors of the layer group,
 flattened together), w̃_l the global layer l and dim(·) its number of parameters.
 
-Normalisation (ERRATUM?/implementation choice, FORMULAS §D.4): the paper claims the division
+Normalisation (ERRATUM?/implementation choice, docs/formulas.md §D.4): the paper claims the division
 by dim gives Σ_l ξ_{i,l} = 1, which it does not; we normalise ξ_{i,l} ← ξ_{i,l}/Σ_l' ξ_{i,l'}
 (``normalize=True``, default).  Edge case: when client i's personalized model equals the
 global model, every raw ξ_{i,l} is 0 and the sum is 0.  Following §E.D4 ("ξ = 0 when

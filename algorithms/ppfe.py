@@ -2,7 +2,7 @@
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
 Personalization* (PPFE, arXiv 2602.14244, 2026), §4, Algorithm 1, App. A.4.  Nearly all of
-the paper's equations are lost; this follows the reconstruction of FORMULAS.md §C.3–C.4
+the paper's equations are lost; this follows the reconstruction of docs/formulas.md §C.3–C.4
 (RECONSTRUCTED).  Stages t = 0 … T−1, ``R_t`` rounds each (:func:`ppfe_reduction.stage_rounds`):
 
 1. **Stage 0** — FedAvg on the whole network (eq. 5; no personal layers), π^{(0)} = 1/n_i.

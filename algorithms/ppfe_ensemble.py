@@ -3,7 +3,7 @@ stage coefficients and sample reweighting (eq. 7), and the final ensemble (eq. 8
 
 The math lives in :mod:`pfl_theory.ppfe_boosting` (padded ``[N, n_max]`` layout); this
 module converts between it and the federation's flat layout (one entry per training sample,
-aligned with ``fed.train.x``).  FORMULAS.md §C.3 (RECONSTRUCTED).  Choices:
+aligned with ``fed.train.x``).  docs/formulas.md §C.3 (RECONSTRUCTED).  Choices:
 
 * **Weighted ERM by weighted sampling**: the stage-t objective Σ_j π_{i,j} ℓ_{i,j} (eq. 2/6)
   is optimised by drawing each client's mini-batches i.i.d. from π_i (with replacement) and

@@ -1,7 +1,7 @@
 """PPFE for linear models — the paper's synthetic experiment, with Local and FedAvg ridge.
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244, 2026), Section 6.1 / Fig. 3; FORMULAS.md §C.6.
+Personalization* (PPFE, arXiv 2602.14244, 2026), Section 6.1 / Fig. 3; docs/formulas.md §C.6.
 The paper states: 4 stages with decreasing complexity, full participation, exact local
 optimisation, ridge regression at every stage with λ chosen per stage by grid search on a
 held-out part of each client's training data and "progressively reduced across stages";

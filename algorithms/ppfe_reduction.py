@@ -1,7 +1,7 @@
 """PPFE bookkeeping: the stage schedule and the complexity reduction of personalized layers.
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244), §4.3, §6.2.5, App. A.1/A.4; FORMULAS.md §C.2,
+Personalization* (PPFE, arXiv 2602.14244), §4.3, §6.2.5, App. A.1/A.4; docs/formulas.md §C.2,
 §C.4, §C.5.4 (all RECONSTRUCTED).  Reconstruction choices made here (each selectable):
 
 * **Round budget** (§C.4): stage t gets ``f_t / Σ_s f_s`` of ``total_rounds`` (default

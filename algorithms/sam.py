@@ -3,7 +3,7 @@
 Paper: Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
 Learning?* (CVPR 2023) — "PLGU"; SAM itself: Foret et al., *Sharpness-Aware Minimization
 for Efficiently Improving Generalization* (ICLR 2021, arXiv 2010.01412).
-Spec: FORMULAS.md §D.2 (eqs. 2–5), checks §E.D1–D3.
+Spec: docs/formulas.md §D.2 (eqs. 2–5), checks §E.D1–D3.
 
 Batched convention: a model's parameters are a dict ``{name: Tensor[N, ...]}`` (leading
 dimension = client); *layers* are an ordered list of groups of parameter names, e.g.
@@ -17,7 +17,7 @@ Formula (eq. 5, first-order solution of the LWSAM inner maximisation (eq. 4)), w
     corrected (default):  ε̃ = ρ · Λ_i · sign(g) |g|^{q-1} / (‖g‖_q^q)^{1/p}
     as printed:           ε̃ = ρ · Λ_i · sign(g) |g|^{q-1} / (‖g‖_q^q)^{p-1}
 
-ERRATUM (FORMULAS §D.2): the paper prints the exponent ``p-1``; the SAM paper's general-p
+ERRATUM (docs/formulas.md §D.2): the paper prints the exponent ``p-1``; the SAM paper's general-p
 solution has ``1/p``, the only version that gives ‖ε̃‖_p = ρ (Λ = I) and reduces to eq. (3)
 ``ρ g/‖g‖_2`` at p = 2.  ``exponent="corrected"`` (default) implements ``1/p``;
 ``exponent="printed"`` implements the paper's text so the erratum can be tested (at p = 2 it
@@ -30,7 +30,7 @@ Conventions chosen here (not specified by the paper):
 * Λ is applied after the normalisation computed on the *unscaled* gradient, exactly as in
   eq. (5): per-layer norm (p = 2) = ρ ξ_l ‖g_l‖_2/‖g‖_2, and layers with ξ_l = 0 are not
   perturbed.  (Read literally, eq. (4) with invertible Λ is plain SAM; the layer-wise effect
-  comes only from eq. (5)'s heuristic scaling — FORMULAS §D.2.)
+  comes only from eq. (5)'s heuristic scaling — docs/formulas.md §D.2.)
 """
 
 from __future__ import annotations

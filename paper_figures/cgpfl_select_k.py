@@ -1,4 +1,4 @@
-"""CGPFL-Heur's K̂ against the planted K₀ (CGPFL, IJCAI 2022, eq. 11 / §A.9; FORMULAS §E.A 12).
+"""CGPFL-Heur's K̂ against the planted K₀ (CGPFL, IJCAI 2022, eq. 11 / §A.9; docs/formulas.md §E.A 12).
 
 Left: K̂ chosen by CGPFL-Heur (round 0, μ = 200, on the uploads) against K₀ over ≥ 10 seeds.
 Right: fraction of trials with K̂ = K₀ as a function of μ (same e(K) ingredients), which

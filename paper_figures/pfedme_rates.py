@@ -1,4 +1,4 @@
-"""pFedMe theory vs measurement on the engine (FORMULAS.md §E.B7–9; pFedMe, NeurIPS 2020,
+"""pFedMe theory vs measurement on the engine (docs/formulas.md §E.B7–9; pFedMe, NeurIPS 2020,
 Theorems 1–2).  Experiments: :mod:`verification.experiments_pfedme`.  Three PNG + CSV pairs:
 
 * ``pfedme_rate_strongly_convex`` (Theorem 1(a), E.B7) — left: F(w̄_T) − F* vs T for

@@ -1,6 +1,6 @@
 """pFedMe Table 1 (Synthetic column) reproduction: ours vs the paper.
 
-pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) Table 1; FORMULAS.md §B.7; experiment in
+pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) Table 1; docs/formulas.md §B.7; experiment in
 :func:`verification.experiments_pfedme.table1` (hyper-parameters and departures there).
 Writes ``table1.md`` (ours mean ± std over seeds next to the paper's numbers, and whether
 the orderings PM > GM, PM > Per-FedAvg > FedAvg hold), ``table1.csv`` (per-seed values) and

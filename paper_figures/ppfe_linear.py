@@ -1,7 +1,7 @@
 """PPFE Fig. 3 analogues on the linear generator, the stage-wise error, and bound terms.
 
 PPFE (Emrani, Najafi, Motahari, arXiv 2602.14244), Section 6.1 / Fig. 3 and Section 5;
-FORMULAS.md §C.5.4, §C.5.12, §C.6.  Toolkit defaults (d = 50, n = 40, σ² = 0.25, …), NOT the
+docs/formulas.md §C.5.4, §C.5.12, §C.6.  Toolkit defaults (d = 50, n = 40, σ² = 0.25, …), NOT the
 paper's (unrecovered) values.  Writes four PNG + CSV pairs:
 
 * ``ppfe_mse_vs_n``: test MSE vs number of clients N at α = 0.5 (Fig. 3a analogue);

@@ -2,13 +2,13 @@
 
 Paper: Tang, Guo, Guo, *Personalized Federated Learning with Contextualized Generalization*,
 IJCAI 2022 (arXiv 2106.13044); earlier ICLR-2022 submission *… with Clustered
-Generalization* (theorems numbered 1, 2 there).  Spec: FORMULAS.md §A (provenance tags and
+Generalization* (theorems numbered 1, 2 there).  Spec: docs/formulas.md §A (provenance tags and
 errata there).  Row-major convention: Θ is passed as ``theta`` [N, d] (row i = θ_i, the
 paper's column i), Ω as ``omega`` [K, d].  The clustering matrices P, J, Q live in
 :mod:`pfl_theory.cgpfl_matrices` (re-exported here); the sympy forms of Theorem 4.1 in
 :mod:`pfl_theory.cgpfl_symbolic`.
 
-Erratum readings chosen (FORMULAS.md §A.11):
+Erratum readings chosen (docs/formulas.md §A.11):
 * ĥ*_i uses (λ/2)‖θ_i − ω*_k‖² (the proof's reading, ICLR eq. 25), hence the factor
   (λ + L/2) in front of the cost in Theorem 4.2.
 * Δ_G is used *as printed*: E[(1/K)Σ_k G_k(ω⁰_k) − (1/K)Σ_k G_k(ω^T_k)] (final iterate, not

@@ -2,7 +2,7 @@
 
 Paper: Tang, Guo, Guo, *Personalized Federated Learning with Contextualized Generalization*
 (IJCAI 2022, arXiv 2106.13044), eq. (3), eq. (4), Algorithm 1; ICLR-2022 version eq. (6),
-(16), (19).  Spec: FORMULAS.md §A.3–§A.5.
+(16), (19).  Spec: docs/formulas.md §A.3–§A.5.
 
 Orientation.  The paper stacks models as *columns* (Θ, Ω_{I,R} ∈ R^{d×N}, Ω_K ∈ R^{d×K}).
 The matrices returned here are exactly the paper's (P: N×K, J: K×N, Q: K×K), so in the
@@ -83,7 +83,7 @@ def transition_matrix(labels_old: Any, labels_new: Any, k: int, *, dtype: Any = 
 
     Always column-stochastic; equals I_K when the clustering is unchanged.  The paper's
     eq. (3) asks Q to be doubly stochastic and P^{t+1} = P^t Q^t; both hold only in special
-    cases (FORMULAS.md §A.11 ERRATUM?), which is why this is a diagnostic, not an identity.
+    cases (docs/formulas.md §A.11 ERRATUM?), which is why this is a diagnostic, not an identity.
     """
     lab_old, like = _check_labels(labels_old, k)
     lab_new, _ = _check_labels(labels_new, k)

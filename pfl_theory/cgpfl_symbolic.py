@@ -2,7 +2,7 @@
 
 Paper: Tang, Guo, Guo, *Personalized Federated Learning with Contextualized Generalization*
 (IJCAI 2022), Theorem 4.1; ICLR-2022 version Theorem 1 and appendix A.3.  Spec:
-FORMULAS.md §A.7 ([SEED-GARBLED→READ]) and check E.A.9.
+docs/formulas.md §A.7 ([SEED-GARBLED→READ]) and check E.A.9.
 
 Constants of the appendix: C₁ = 32ρ_Ω²/K, C₂ = 24ρ_g²/K, C₃ = 832δ²L_G²/(KNR).  The printed
 combined bound is (3/2)C₁α²/(α̂₀²T) + (5/2)√(C₁C₃/T) + 52δ²/(KN); :func:`constant_identities`

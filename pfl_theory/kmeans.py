@@ -1,6 +1,6 @@
 """Weighted k-means (k-means++ seeding + Lloyd iterations), batched over restarts.
 
-Used by CGPFL (Tang, Guo, Guo, IJCAI 2022, Algorithm 1 step 3 / FORMULAS.md §A.5): the
+Used by CGPFL (Tang, Guo, Guo, IJCAI 2022, Algorithm 1 step 3 / docs/formulas.md §A.5): the
 server clusters the uploaded local copies of the generalized models with k-means++, and
 by CGPFL-Heur's e(K) selector (:func:`pfl_theory.cgpfl.select_k`).
 

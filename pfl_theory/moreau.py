@@ -1,7 +1,7 @@
 """Moreau envelopes and proximal operators — the inner level of pFedMe.
 
 Paper: C. T. Dinh, N. H. Tran, T. D. Nguyen, *Personalized Federated Learning with Moreau
-Envelopes*, NeurIPS 2020 (arXiv 2006.08848); FORMULAS.md §B.1, §B.3.
+Envelopes*, NeurIPS 2020 (arXiv 2006.08848); docs/formulas.md §B.1, §B.3.
 
 For a client loss f and a regularisation λ > 0 (eq. 3 and the bi-level problem of §B.1):
 
@@ -12,7 +12,7 @@ For a client loss f and a regularisation λ > 0 (eq. 3 and the bi-level problem 
 Two ways to compute them:
 
 * quadratics f(θ) = ½ θᵀAθ − bᵀθ in closed form, θ̂(w) = (A + λI)⁻¹(b + λw)
-  (FORMULAS §B.3 [DERIVED]); batched over any leading dimensions; numpy float64 arrays or
+  (docs/formulas.md §B.3 [DERIVED]); batched over any leading dimensions; numpy float64 arrays or
   torch tensors (then dtype/device follow the inputs and autograd flows through);
 * a general differentiable f given as a torch callable, by an iterative solver
   (:func:`prox`), batched over clients along the leading dimension.
@@ -107,7 +107,7 @@ def _eye(d: int, like: Any, is_torch: bool) -> Any:
 
 
 def quadratic_value(A: Any, b: Any, theta: Any) -> Any:
-    """f(θ) = ½ θᵀAθ − bᵀθ, batched over leading dimensions (FORMULAS §B.3 [DERIVED]).
+    """f(θ) = ½ θᵀAθ − bᵀθ, batched over leading dimensions (docs/formulas.md §B.3 [DERIVED]).
 
     A: ``[..., d, d]`` symmetric; b, theta: ``[..., d]``. Returns ``[...]``."""
     (A, b, theta), is_torch = _as_backend(A, b, theta)
@@ -118,7 +118,7 @@ def quadratic_value(A: Any, b: Any, theta: Any) -> Any:
 def quadratic_prox(A: Any, b: Any, w: Any, *, lam: float) -> Any:
     """θ̂(w) = prox_{f/λ}(w) = (A + λI)⁻¹(b + λw) for f(θ) = ½θᵀAθ − bᵀθ.
 
-    Reference: pFedMe eq. (3); closed form FORMULAS §B.3 [DERIVED].
+    Reference: pFedMe eq. (3); closed form docs/formulas.md §B.3 [DERIVED].
     Symbols: A → ``A`` [..., d, d] (symmetric), b → ``b`` [..., d], w → ``w`` [..., d],
     λ → ``lam``. Assumption: A + λI ≻ 0 (always for convex f; λ > L for non-convex f with
     eigenvalues of A ≥ −L), otherwise ``ValueError``."""
@@ -131,7 +131,7 @@ def quadratic_prox(A: Any, b: Any, w: Any, *, lam: float) -> Any:
 def quadratic_envelope(A: Any, b: Any, w: Any, *, lam: float) -> Envelope:
     """θ̂(w), F(w) and ∇F(w) = λ(w − θ̂(w)) for a quadratic f, in closed form.
 
-    Reference: pFedMe §3.1 (Moreau envelope F_i), eq. (3), eq. (6); FORMULAS §B.1, §B.3.
+    Reference: pFedMe §3.1 (Moreau envelope F_i), eq. (3), eq. (6); docs/formulas.md §B.1, §B.3.
     F(w) = f(θ̂) + λ/2 ‖θ̂ − w‖² with f(θ) = ½θᵀAθ − bᵀθ. Same symbols/assumptions as
     :func:`quadratic_prox`. With torch inputs requiring grad, autograd flows through."""
     theta = quadratic_prox(A, b, w, lam=lam)
@@ -141,7 +141,7 @@ def quadratic_envelope(A: Any, b: Any, w: Any, *, lam: float) -> Envelope:
 
 
 def envelope_hessian_quadratic(A: Any, *, lam: float) -> Any:
-    """∇²F = λA(A + λI)⁻¹ for a quadratic f (FORMULAS §B.3 [DERIVED]).
+    """∇²F = λA(A + λI)⁻¹ for a quadratic f (docs/formulas.md §B.3 [DERIVED]).
 
     Its eigenvalues are λa/(λ + a) for the eigenvalues a of A: they lie in
     [λμ/(λ+μ), λL/(λ+L)] for μI ⪯ A ⪯ LI, which is Proposition 1 of pFedMe
@@ -163,7 +163,7 @@ def prox(
 ) -> Envelope:
     """Iterative prox_{f/λ}(w), Moreau envelope F(w) and ∇F(w) = λ(w − θ̂(w)).
 
-    Reference: pFedMe eq. (3), eq. (6), the stopping rule of eq. (8); FORMULAS §B.1, §B.4.
+    Reference: pFedMe eq. (3), eq. (6), the stopping rule of eq. (8); docs/formulas.md §B.1, §B.4.
     Minimises h(θ) = f(θ) + λ/2 ‖θ − w‖² until ‖∇h(θ)‖² ≤ ``tol`` for every client.
 
     Symbols: f → ``f``, a torch callable mapping θ of shape ``[N, d]`` to the per-client
@@ -299,7 +299,7 @@ def _bb_polish(grad_h, theta, tol, max_iter, lam):
 # ------------------------------------------------------------------------ Proposition 1
 def moreau_constants(*, lam: float, mu: float = 0.0, L: float | None = None,
                      convex: bool = True) -> MoreauConstants:
-    """Proposition 1 of pFedMe (FORMULAS §B.3): smoothness and strong convexity of F_i.
+    """Proposition 1 of pFedMe (docs/formulas.md §B.3): smoothness and strong convexity of F_i.
 
     L_F = λ (for convex f, or for L-smooth non-convex f **with λ > 2L**);
     μ_F = λμ/(λ + μ) if f is μ-strongly convex (μ_F = 0 for μ = 0 or non-convex f);

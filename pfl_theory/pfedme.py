@@ -1,7 +1,7 @@
 """pFedMe theory: Lemma 1 (δ²), Lemma 2 (diversity of F_i), Theorems 1–2, Corollaries 1–2.
 
 Paper: C. T. Dinh, N. H. Tran, T. D. Nguyen, *Personalized Federated Learning with Moreau
-Envelopes*, NeurIPS 2020 (arXiv 2006.08848). Formulas restated in FORMULAS.md §B.5–§B.6
+Envelopes*, NeurIPS 2020 (arXiv 2006.08848). Formulas restated in docs/formulas.md §B.5–§B.6
 (SEED-GARBLED→READ: read from a garbled extraction, readings stated there).
 
 Conventions and decisions
@@ -12,7 +12,7 @@ Conventions and decisions
   :func:`theorem2a_symbolic`); the numeric functions are ``sympy.lambdify``-ed from them, so
   the symbolic rate derivations in :mod:`pfl_theory.rates` and the numbers cannot drift.
   Numeric functions broadcast over numpy arrays (parameter grids).
-* Uncertain readings (FORMULAS §B.6) are keyword parameters: Theorem 2(a) third term's
+* Uncertain readings (docs/formulas.md §B.6) are keyword parameters: Theorem 2(a) third term's
   exponent of R (``r_exponent``, default 1/3 as laid out in the seed); Corollary 1(i)'s β
   (``reading``, default ``"sqrt(N/T)"``, alternative ``"sqrt(N)/T"``).
 * A theorem's hypotheses (β ≥ 1, T ≥ 2/(η̂₁μ_F), λ ≥ √(8L²+1), S ≤ N) raise ``ValueError``
@@ -77,7 +77,7 @@ def _arr(name: str, value: Any, *, minimum: float = 0.0, strict: bool = True,
 # ---------------------------------------------------------------------------- Lemma 1
 def lemma1_delta_sq(*, lam: float, gamma_f_sq: float, batch_size: int, nu: float,
                     mu: float | None = None, L: float | None = None) -> float:
-    """Lemma 1 of pFedMe (FORMULAS §B.5): the δ² bounding E‖θ̃ − θ̂‖².
+    """Lemma 1 of pFedMe (docs/formulas.md §B.5): the δ² bounding E‖θ̃ − θ̂‖².
 
     δ² = 2/(λ+μ)² · (γ_f²/|D| + ν)   under A1(a) (pass ``mu``),
     δ² = 2/(λ−L)² · (γ_f²/|D| + ν)   under A1(b), requires λ > L (pass ``L``).
@@ -108,7 +108,7 @@ def gradient_diversity(grads: Any) -> float:
 
 
 def sigma_F1_sq(grads_at_opt: Any) -> float:
-    """σ²_{F,1} := (1/N) Σᵢ ‖∇F_i(w*)‖² (Lemma 2(a), FORMULAS §B.5); ``grads_at_opt`` [N, d]
+    """σ²_{F,1} := (1/N) Σᵢ ‖∇F_i(w*)‖² (Lemma 2(a), docs/formulas.md §B.5); ``grads_at_opt`` [N, d]
     are the envelope gradients λ(w* − θ̂_i(w*)) at the minimiser w* of F."""
     g = finite_array("grads_at_opt", grads_at_opt, ndim=2)
     return float((g ** 2).sum(1).mean())
@@ -131,7 +131,7 @@ def _lemma2b_check(lam: float, L: float) -> tuple[float, float]:
 
 
 def sigma_F2_sq(*, lam: float, L: float, sigma_f_sq: float) -> float:
-    """σ²_{F,2} := 2λ²/(λ² − 8L²) · σ_f² (Lemma 2(b), FORMULAS §B.5, numerator assignment
+    """σ²_{F,2} := 2λ²/(λ² − 8L²) · σ_f² (Lemma 2(b), docs/formulas.md §B.5, numerator assignment
     read from the layout); requires λ > 2√2 L. σ_f² → ``sigma_f_sq`` (A3 diversity)."""
     lam, L = _lemma2b_check(lam, L)
     return 2 * lam ** 2 / (lam ** 2 - 8 * L ** 2) * nonnegative("sigma_f_sq", sigma_f_sq)
@@ -148,7 +148,7 @@ def lemma2b_bound(*, lam: float, L: float, grad_F_norm_sq: float, sigma_f_sq: fl
 
 # -------------------------------------------------------------- symbolic theorem terms
 def theorem1a_symbolic() -> dict[str, sp.Expr]:
-    """Theorem 1(a) terms (FORMULAS §B.6) in sympy, with L_F = λ, μ_F = λμ/(λ+μ):
+    """Theorem 1(a) terms (docs/formulas.md §B.6) in sympy, with L_F = λ, μ_F = λμ/(λ+μ):
     initial Δ₀μ_F e^{−η̂₁μ_F T/2}; sampling (N/S−1)σ²_{F,1}/(μ_F T N);
     drift (Rσ²_{F,1} + δ²λ²)κ_F/(R(Tβμ_F)²); neighbourhood λ²δ²/μ_F."""
     mu_F = _lam * _mu / (_lam + _mu)
@@ -163,7 +163,7 @@ def theorem1a_symbolic() -> dict[str, sp.Expr]:
 
 
 def theorem2a_symbolic(r_exponent: Any = None) -> dict[str, sp.Expr]:
-    """Theorem 2(a) terms (FORMULAS §B.6) in sympy, with L_F = λ, η̂₂ = 1/(75 L_F λ²):
+    """Theorem 2(a) terms (docs/formulas.md §B.6) in sympy, with L_F = λ, η̂₂ = 1/(75 L_F λ²):
     initial Δ_F/(η̂₂T); sampling (Δ_F L_F σ²_{F,2})^{1/2}(N/S−1)^{1/2}/√(TN);
     drift Δ_F^{2/3}(Rσ²_{F,2} + λ²δ²)^{1/3}/(β^{4/3} R^{r} T^{2/3}) with r = ``r_exponent``
     (UNCERTAIN reading; seed layout gives 1/3; ``None`` keeps the symbol ``r_exp``);
@@ -188,7 +188,7 @@ _THM2 = {k: sp.lambdify(_ARGS2, e, "numpy") for k, e in theorem2a_symbolic().ite
 
 # ------------------------------------------------------------------ step-size conditions
 def eta_hat_1(*, lam: float, mu: float, beta: float) -> float:
-    """η̂₁ := 1/(6 L_F (3 + 128 κ_F/β)) (Theorem 1, FORMULAS §B.6), L_F = λ,
+    """η̂₁ := 1/(6 L_F (3 + 128 κ_F/β)) (Theorem 1, docs/formulas.md §B.6), L_F = λ,
     κ_F = λ/μ_F = (λ+μ)/μ; requires μ > 0 and β ≥ 1. Local step: η ≤ η̂₁/(βR)."""
     lam, mu = positive("lam", lam), positive("mu", mu)
     b = _arr("beta", beta, minimum=1.0, strict=False)
@@ -196,7 +196,7 @@ def eta_hat_1(*, lam: float, mu: float, beta: float) -> float:
 
 
 def eta_hat_2(*, lam: float, L: float) -> float:
-    """η̂₂ := 1/(75 L_F λ²) = 1/(75 λ³) (Theorem 2, FORMULAS §B.6); requires
+    """η̂₂ := 1/(75 L_F λ²) = 1/(75 λ³) (Theorem 2, docs/formulas.md §B.6); requires
     λ ≥ √(8L² + 1). Local step: η ≤ η̂₂/(βR)."""
     lam, L = positive("lam", lam), nonnegative("L", L)
     if lam < math.sqrt(8 * L ** 2 + 1):
@@ -232,7 +232,7 @@ def theorem1a(*, T: Any, R: Any, N: Any, beta: Any, lam: float, mu: float, delta
               check_conditions: bool = True) -> BoundTerms:
     """Theorem 1(a) of pFedMe (strongly convex): bound on E[F(w̄_T) − F(w*)].
 
-    Terms (hidden constants 1, polylogs dropped), FORMULAS §B.6:
+    Terms (hidden constants 1, polylogs dropped), docs/formulas.md §B.6:
     ``initial`` Δ₀μ_F e^{−η̂₁μ_F T/2}, ``sampling`` (N/S−1)σ²_{F,1}/(μ_F T N),
     ``drift`` (Rσ²_{F,1} + δ²λ²)κ_F/(R(Tβμ_F)²), ``neighbourhood`` λ²δ²/μ_F.
     Symbols: T, R, N, S (default S = N), β → ``beta``, λ → ``lam``, μ → ``mu``,
@@ -259,7 +259,7 @@ def theorem2a(*, T: Any, R: Any, N: Any, beta: Any, lam: float, L: float, delta_
               r_exponent: float = 1 / 3, check_conditions: bool = True) -> BoundTerms:
     """Theorem 2(a) of pFedMe (non-convex, smooth): bound on E‖∇F(w_{t*})‖².
 
-    Terms (hidden constants 1), FORMULAS §B.6: ``initial`` Δ_F/(η̂₂T) with η̂₂ = 1/(75λ³);
+    Terms (hidden constants 1), docs/formulas.md §B.6: ``initial`` Δ_F/(η̂₂T) with η̂₂ = 1/(75λ³);
     ``sampling`` (Δ_F L_F σ²_{F,2})^{1/2}(N/S−1)^{1/2}/√(TN);
     ``drift`` Δ_F^{2/3}(Rσ²_{F,2} + λ²δ²)^{1/3}/(β^{4/3} R^{r} T^{2/3});
     ``neighbourhood`` λ²δ².
@@ -303,7 +303,7 @@ def theorem2b(*, grad_norm_sq: Any, sigma_F2_sq: float, lam: float,
 def corollary1_beta_symbolic(regime: str, reading: str = "sqrt(N/T)") -> sp.Expr:
     """β of Corollary 1 (S = N): regime ``"i"`` (massive clients) — β = √(N/T) (default
     reading, valid when N ≥ T) or β = √N/T (alternative reading, valid when √N ≥ T);
-    regime ``"ii"`` — β = NR. Readings: FORMULAS §B.6 (UNCERTAIN for (i))."""
+    regime ``"ii"`` — β = NR. Readings: docs/formulas.md §B.6 (UNCERTAIN for (i))."""
     if regime == "ii":
         return _N * _R
     if regime != "i":

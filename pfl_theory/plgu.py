@@ -2,7 +2,7 @@
 
 Paper: Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
 Learning?* (CVPR 2023) — "PLGU"; appendix A (Thm 1, Lemmas 1–4), B (Thm 2, Lemmas 5–7),
-C.2 (Thm 3, Lemmas 8–10).  Spec: FORMULAS.md §D.8; checks §E.D7–D8.
+C.2 (Thm 3, Lemmas 8–10).  Spec: docs/formulas.md §D.8; checks §E.D7–D8.
 
 Common symbols → arguments: β = ``beta`` (Lipschitz constant of the loss), B = ``B`` (bound
 on ‖x‖_2, also used for ‖x‖ in the explicit displays), ρ = ``rho`` (perturbation radius),
@@ -27,7 +27,7 @@ Readings and edge cases (recorded decisions):
 * Lemma 2's "d+1+log n": d as printed (width; the proof's first line has L), n = input
   dimension (the number R of coordinates in the proof).
 * Lemma 4 is implemented as displayed (‖x‖ on the universal block, ‖x‖+ρ on the personalized
-  block — swapped w.r.t. its own O-form; FORMULAS §D.8).  Theorem 1's term 4 follows the
+  block — swapped w.r.t. its own O-form; docs/formulas.md §D.8).  Theorem 1's term 4 follows the
   O-form (B on L_Per, B+ρ on L_Uni), with Π_{l∈Per} B M_l = B^D Π_{Per} M_l literally.
 * Theorem 1's last term is 2√(log(1/γ)/m) (appendix; the main text's √(m log(1/γ)) is a typo).
 * Theorem 2 follows the appendix (complete) version; its leaked symbols L_h, M^h_l are read as

@@ -1,7 +1,7 @@
 """PPFE theory — one import for every quantity of Section 5 of the paper.
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244, 2026); FORMULAS.md §C.5.  Split by topic:
+Personalization* (PPFE, arXiv 2602.14244, 2026); docs/formulas.md §C.5.  Split by topic:
 
 * :mod:`pfl_theory.ppfe_covering` — Lemma 4 (log-space covering number of fully connected
   nets), Lemma 5 (composition), Lemma 6 (T-stage ensembles, numeric ε-allocation), Lemma 8

@@ -1,7 +1,7 @@
 """PPFE boosting math: sample reweighting (eq. 7), ensemble coefficients, final ensemble (eq. 8).
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244, 2026), §4.2 and Algorithm 1; FORMULAS.md §C.3
+Personalization* (PPFE, arXiv 2602.14244, 2026), §4.2 and Algorithm 1; docs/formulas.md §C.3
 (RECONSTRUCTED: a per-client exponential reweighting with an inverse temperature β,
 renormalised per client; accuracy-based per-client coefficients; a weighted sum of the stage
 models).  Pure torch, batched over clients, device/dtype follow the inputs.

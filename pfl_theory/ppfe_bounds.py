@@ -1,11 +1,11 @@
 """PPFE generalization bounds, Lemma 9, the boosting bias bound and the choice of T.
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244, 2026), Section 5; FORMULAS.md §C.5.3, C.5.4,
+Personalization* (PPFE, arXiv 2602.14244, 2026), Section 5; docs/formulas.md §C.5.3, C.5.4,
 C.5.10–C.5.12.  Theorem 7 / Corollary 2 are RECONSTRUCTED up to the hidden Õ constants and
 log factors; the calculators set every hidden constant to 1 and drop the logs (say so when
 you quote a number), so they are for *scaling* statements (in N, n̄, T, depth, γ_w), not
-for absolute values.  Lemma 9 includes the endpoint correction of FORMULAS.md (κ† ≈ 3.134).
+for absolute values.  Lemma 9 includes the endpoint correction of docs/formulas.md (κ† ≈ 3.134).
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ class StageSelection:
 
 def select_stages(*, gamma: float, kappa0: float, n: float, t_max: int) -> StageSelection:
     """Bias–variance choice of the number of stages T (PPFE §5 "Bias–Variance Tradeoff";
-    FORMULAS.md §C.5.12, formula DERIVED from Corollary 2 + Theorem 2):
+    docs/formulas.md §C.5.12, formula DERIVED from Corollary 2 + Theorem 2):
 
     Φ(T) = e^{−2γ²T} + κ₀ √(T/n).  With u = 2γ²T, Φ = e^{−u} + √(b' u), b' = κ₀²/(2γ²n) — the
     Lemma-9 family with a = c = 1: interior optimum iff κ = 2/√b' > κ†, then T* = u₂/(2γ²).

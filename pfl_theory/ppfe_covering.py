@@ -1,9 +1,9 @@
 """PPFE covering numbers and concentration: Lemmas 4, 5, 6 and 8 (all natural logs).
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244, 2026), Section 5 and Appendix; FORMULAS.md
+Personalization* (PPFE, arXiv 2602.14244, 2026), Section 5 and Appendix; docs/formulas.md
 §C.5.5–C.5.9.  The lemma statements are RECONSTRUCTED (the seed lost every display
-equation); the forms implemented are the ones FORMULAS.md derives from the proof narratives.
+equation); the forms implemented are the ones docs/formulas.md derives from the proof narratives.
 Lemma 4 is evaluated in log space so it stays finite for any depth and parameter counts up
 to (and beyond) 1e12.
 """

@@ -1,4 +1,4 @@
-"""Low-rank reduction of personalized layers (PPFE §4.3 / App. A.1; FORMULAS.md §C.2).
+"""Low-rank reduction of personalized layers (PPFE §4.3 / App. A.1; docs/formulas.md §C.2).
 
 W = U Σ Vᵀ, keep the top r singular triplets: W_r = U_r Σ_r V_rᵀ.  A d_l × d_{l−1} layer
 then costs r (d_l + d_{l−1}) parameters instead of d_l d_{l−1} (factor

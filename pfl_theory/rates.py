@@ -1,13 +1,13 @@
 """Symbolic convergence rates: headline pFedMe rates, exponent reading, corollary derivations.
 
 Papers: pFedMe — C. T. Dinh, N. H. Tran, T. D. Nguyen, *Personalized Federated Learning with
-Moreau Envelopes*, NeurIPS 2020 (Corollaries 1–2; FORMULAS.md §B.6).
+Moreau Envelopes*, NeurIPS 2020 (Corollaries 1–2; docs/formulas.md §B.6).
 
 * :data:`HEADLINE_RATES` — sympy forms of O(1/(TRN)), O(1/(TRN)²), O(1/(TRN)^{2/3}); the
   numeric :func:`headline_rate` is lambdified from them.
 * :func:`power_exponents` — reads the exponents of T, R, N, K (any symbols) from a rate.
 * :func:`corollary1_derivation` / :func:`corollary2_derivation` — substitute the corollary
-  choices of β (every reading of FORMULAS §B.6) into the Theorem 1(a) / 2(a) terms of
+  choices of β (every reading of docs/formulas.md §B.6) into the Theorem 1(a) / 2(a) terms of
   :mod:`pfl_theory.pfedme` (the same sympy expressions the numeric bounds are built from)
   and report the resulting exponents and whether the corollary's rate follows.
 

@@ -1,6 +1,6 @@
 """Federated data with a planted number K₀ of latent contexts (clusters of clients).
 
-Built for CGPFL (Tang, Guo, Guo, IJCAI 2022, FORMULAS.md §A): its premise is that clients
+Built for CGPFL (Tang, Guo, Guo, IJCAI 2022, docs/formulas.md §A): its premise is that clients
 fall into K latent contexts; these generators plant K₀ contexts and return the assignment
 so that a selected K̂ (CGPFL-Heur, :func:`pfl_theory.cgpfl.select_k`) or a learned
 clustering can be compared with the truth.

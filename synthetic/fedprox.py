@@ -1,7 +1,7 @@
 """FedProx Synthetic(α, β) data, seed-compatible with the reference generator.
 
 Li et al., *Federated Optimization in Heterogeneous Networks* (FedProx, MLSys 2020)
-introduced the generator; pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020, §5 and FORMULAS.md
+introduced the generator; pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020, §5 and docs/formulas.md
 §B.7) uses Synthetic(0.5, 0.5) with 60-dim inputs, 10 classes, N = 100 clients and sizes
 in [250, 25810].  :func:`generate` draws *in exactly the order of the reference script*
 (one legacy ``numpy.random.RandomState(seed)``), so ``seed=0`` reproduces that dataset

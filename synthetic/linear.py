@@ -1,7 +1,7 @@
 """PPFE's shared + personal linear-regression generator (eqs. 15–16).
 
 Emrani, Najafi, Motahari — *Federated Ensemble Learning with Progressive Model
-Personalization* (PPFE, arXiv 2602.14244, 2026), Section 6.1; FORMULAS.md §C.6.
+Personalization* (PPFE, arXiv 2602.14244, 2026), Section 6.1; docs/formulas.md §C.6.
 
 Model (formulas RECONSTRUCTED but forced by the prose, §C.6)::
 
@@ -74,7 +74,7 @@ def make_linear_federation(*, num_clients: int, dim: int = 50, n_train: int = 40
                            noise_var: float = 0.25, cov_low: float = 0.5,
                            cov_high: float = 1.5, local_scale: float | np.ndarray = 1.0,
                            seed: int = 0) -> LinearFederation:
-    """Draw a federation from eqs. (15)–(16) of PPFE (FORMULAS.md §C.6).
+    """Draw a federation from eqs. (15)–(16) of PPFE (docs/formulas.md §C.6).
 
     ``alpha``: personalization ratio in [0, 1] shared by all clients, or ``"uniform"`` for
     α_i ~ U(0, 1) per client.  ``local_scale``: s_i (scalar or ``[N]``).  Defaults are toolkit
@@ -124,7 +124,7 @@ def ridge(x: np.ndarray, y: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
 
     ``x [..., m, d]``, ``y [..., m]``, ``lam`` ≥ 0 scalar or broadcastable to the batch shape
     ``[...]`` (unnormalised penalty: the minimiser of ‖Xw − y‖² + λ‖w‖²).  λ = 0 needs XᵀX
-    invertible.  Returns ``[..., d]``.  Reference: FORMULAS.md §E.C10.
+    invertible.  Returns ``[..., d]``.  Reference: docs/formulas.md §E.C10.
     """
     x = finite_array("x", x)
     y = finite_array("y", y)

@@ -1,7 +1,7 @@
 """CGPFL experiments shared by the verification checks and the paper figures.
 
 Paper: Tang, Guo, Guo, *Personalized Federated Learning with Contextualized Generalization*
-(IJCAI 2022, arXiv 2106.13044); FORMULAS.md §A.5 (Algorithm 1), §A.7 (Theorem 4.1),
+(IJCAI 2022, arXiv 2106.13044); docs/formulas.md §A.5 (Algorithm 1), §A.7 (Theorem 4.1),
 §A.9 (e(K)), §E.A items 6, 8, 12.
 
 Planted data: label-skew contexts (:func:`synthetic.contexts.label_skew_contexts`, the

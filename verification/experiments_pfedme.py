@@ -1,9 +1,9 @@
-"""pFedMe experiments: the Table 1 reproduction and the engine runs behind FORMULAS.md
+"""pFedMe experiments: the Table 1 reproduction and the engine runs behind docs/formulas.md
 §E.B items 6–9 (used by :mod:`verification.checks.pfedme_algorithm` and the figure scripts
 :mod:`paper_figures.pfedme_table1`, :mod:`paper_figures.pfedme_rates`).
 
 Paper: C. T. Dinh, N. H. Tran, T. D. Nguyen, *Personalized Federated Learning with Moreau
-Envelopes*, NeurIPS 2020 (arXiv 2006.08848); Table 1 and Theorems 1–2 (FORMULAS §B.6–B.7).
+Envelopes*, NeurIPS 2020 (arXiv 2006.08848); Table 1 and Theorems 1–2 (docs/formulas.md §B.6–B.7).
 
 **Table 1** (:func:`table1`).  Seed-compatible Synthetic(0.5, 0.5) (N = 100, 60-dim, 10
 classes, 75/25 split; the data draw is always ``seed=0``, as the paper's 10 runs share one
@@ -18,7 +18,7 @@ over clients, each both at the final round and as the best over evaluated rounds
 code's ``average_data`` reports mean ± std over runs of the **maximum over rounds** (it
 evaluates every round; we evaluate every ``eval_every`` rounds, so our "best" is a slight
 under-estimate of that statistic).  pFedMe's ``local`` model ``w_{i,R}`` is what the public
-code's "personalized" accuracy actually evaluated (FORMULAS §B.4 [CODE]).
+code's "personalized" accuracy actually evaluated (docs/formulas.md §B.4 [CODE]).
 
 Known departures: our Per-FedAvg personalises with one α̂ step on a *training* mini-batch
 (the public code's ``train_one_step`` adapts on test batches); mini-batches are drawn with
@@ -222,7 +222,7 @@ def client_variances(fed) -> torch.Tensor:
 
 
 def quadratic_envelope_gap(w: torch.Tensor, means: torch.Tensor, lam: float) -> torch.Tensor:
-    """``F(w) − F*`` for QuadraticMean clients with uniform weights (FORMULAS §B.3 DERIVED):
+    """``F(w) − F*`` for QuadraticMean clients with uniform weights (docs/formulas.md §B.3 DERIVED):
     ``F_i(w) = μ_F/2 ‖w − x̄_i‖² + v_i/2`` with ``μ_F = λ/(1+λ)``, so
     ``F(w) − F* = μ_F/2 ‖w − w*‖²``, ``w* = mean_i x̄_i``.  ``w`` is ``[..., d]``."""
     mu_f = lam / (1.0 + lam)

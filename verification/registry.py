@@ -5,8 +5,25 @@ the theoretical value(s) with a verdict:
 
 * ``HOLDS`` — the measurement agrees with the claim within the stated tolerance;
 * ``FAILS`` — the measurement refutes the claim (a finding, not a crash);
+* ``ERRATUM`` — the formula as printed is contradicted and the corrected reading holds;
+* ``INCONCLUSIVE`` — the experiment at this size cannot decide (a confidence interval
+  straddles the claim, too few clients or seeds);
 * ``ERROR`` — the check itself broke (an exception); only this makes ``pflt verify`` exit
   non-zero.
+
+A check returns ``Outcome(holds=...)`` for HOLDS/FAILS, or sets ``Outcome.verdict`` to
+``Verdict.ERRATUM`` / ``Verdict.INCONCLUSIVE`` explicitly (``holds`` is then ignored).
+
+Kinds: ``identity``, ``inequality``, ``rate``, ``selection``, ``ordering`` and the two
+numerical-bound kinds:
+
+* ``bound`` — a theorem's right-hand side evaluated with constants computed or estimated
+  from the problem that was run, against the measured left-hand side; build the outcome
+  with :func:`bound_outcome` (HOLDS iff measured <= bound; records ``tightness`` =
+  bound/measured and ``vacuous`` = bound above the trivial bound).
+* ``envelope`` — an O(.) statement with hidden constants: measured/shape over a grid
+  spanning >= 1.5 decades per variable; build it with :func:`envelope_outcome` (HOLDS iff
+  max/min of the ratio stays within a factor fixed in the check's definition).
 
 Define a check with the :func:`check` decorator in a module of :mod:`verification.checks`
 (every module there is imported by :func:`load_all`)::
@@ -34,13 +51,21 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
 
-KINDS = ("identity", "inequality", "rate", "selection", "ordering")
+KINDS = ("identity", "inequality", "rate", "selection", "ordering", "bound", "envelope")
+BOUND_KINDS = ("bound", "envelope")
 
 
 class Verdict(str, Enum):
     HOLDS = "HOLDS"
     FAILS = "FAILS"
+    ERRATUM = "ERRATUM"
+    INCONCLUSIVE = "INCONCLUSIVE"
     ERROR = "ERROR"
+
+
+#: worst first: the aggregate over seeds is the first of these that any seed has
+VERDICT_PRECEDENCE = (Verdict.ERROR, Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE,
+                      Verdict.HOLDS)
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,58 @@ class Outcome:
     holds: bool
     detail: str = ""
     figures: tuple[str, ...] = ()
+    verdict: "Verdict | None" = None  # ERRATUM / INCONCLUSIVE set explicitly
+    tightness: float | None = None  # bound / measured (``bound`` and ``envelope`` kinds)
+    vacuous: bool | None = None  # bound above the trivial bound (loss range, initial error)
+    extra: dict[str, Any] = field(default_factory=dict)  # per-grid-point data, constants
+
+
+def bound_outcome(measured: float, bound: float, *, trivial: float | None = None,
+                  detail: str = "", figures: tuple[str, ...] = (),
+                  extra: dict[str, Any] | None = None) -> Outcome:
+    """Outcome of a ``bound`` check: HOLDS iff ``measured <= bound``; ``tightness`` =
+    bound / measured (>= 1 when it holds; inf if measured is 0); ``vacuous`` iff ``trivial``
+    is given and ``bound >= trivial`` (the bound says no more than the trivial one)."""
+    measured, bound = float(measured), float(bound)
+    if measured != measured or bound != bound:
+        raise ValueError(f"bound check got NaN (measured={measured}, bound={bound})")
+    tight = bound / measured if measured > 0 else float("inf")
+    vac = None if trivial is None else bool(bound >= float(trivial))
+    line = f"measured {measured:.4g} <= bound {bound:.4g}? tightness {tight:.3g}"
+    if vac is not None:
+        line += f"; trivial bound {float(trivial):.4g}" + (" (VACUOUS)" if vac else "")
+    return Outcome(measured=measured, theoretical=bound, holds=measured <= bound,
+                   detail=f"{line}; {detail}" if detail else line, figures=tuple(figures),
+                   tightness=tight, vacuous=vac, extra=dict(extra or {}))
+
+
+def envelope_outcome(measured: Any, shape: Any, *, factor: float, detail: str = "",
+                     figures: tuple[str, ...] = (),
+                     extra: dict[str, Any] | None = None) -> Outcome:
+    """Outcome of an ``envelope`` check over a grid: ratio_j = measured_j / shape_j; HOLDS
+    iff max(ratio)/min(ratio) <= ``factor`` (fixed in the check's definition, before the
+    run). ``measured`` is the spread max/min, ``theoretical`` the allowed factor,
+    ``tightness`` = factor / spread, and the implied constant C = max(ratio) (so that
+    measured <= C · shape on the whole grid) goes to ``extra['C']``."""
+    import numpy as np
+
+    m = np.asarray(measured, dtype=float).ravel()
+    g = np.asarray(shape, dtype=float).ravel()
+    if m.shape != g.shape or m.size < 2:
+        raise ValueError(f"envelope needs >= 2 grid points of equal length, got "
+                         f"{m.size} measured and {g.size} shape values")
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(g)) and np.all(m > 0)
+            and np.all(g > 0)):
+        raise ValueError("envelope needs finite positive measured and shape values")
+    ratio = m / g
+    spread = float(ratio.max() / ratio.min())
+    info = {"C": float(ratio.max()), "C_min": float(ratio.min()),
+            "ratios": ratio.tolist(), **dict(extra or {})}
+    line = (f"measured/shape spread {spread:.3g} <= factor {factor:g}? implied C = "
+            f"{ratio.max():.4g} (min {ratio.min():.4g}) over {m.size} grid points")
+    return Outcome(measured=spread, theoretical=float(factor), holds=spread <= factor,
+                   detail=f"{line}; {detail}" if detail else line, figures=tuple(figures),
+                   tightness=float(factor) / spread, vacuous=None, extra=info)
 
 
 @dataclass(frozen=True)
@@ -92,10 +169,13 @@ class Result:
     seed: int
     size: str
     figures: tuple[str, ...] = ()
+    tightness: float | None = None
+    vacuous: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         c = self.check
-        return {
+        out = {
             "id": c.id, "paper": c.paper, "reference": c.reference, "kind": c.kind,
             "reconstructed": c.reconstructed, "tolerance": c.tolerance,
             "tolerance_reason": c.tolerance_reason, "verdict": self.verdict.value,
@@ -103,6 +183,12 @@ class Result:
             "detail": self.detail, "seconds": round(self.seconds, 4), "seed": self.seed,
             "size": self.size, "figures": list(self.figures),
         }
+        if c.kind in BOUND_KINDS or self.tightness is not None:
+            out["tightness"] = self.tightness
+            out["vacuous"] = self.vacuous
+        if self.extra:
+            out["extra"] = _jsonable(self.extra)
+        return out
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -155,13 +241,33 @@ def run_check(chk: Check, *, size: str = "quick", seed: int = 0,
         out = chk.fn(ctx)
         if not isinstance(out, Outcome):
             raise TypeError(f"check {chk.id} returned {type(out).__name__}, not Outcome")
-        verdict = Verdict.HOLDS if bool(out.holds) else Verdict.FAILS
+        if out.verdict is not None:
+            verdict = Verdict(out.verdict)
+            if verdict is Verdict.ERROR:
+                raise ValueError("a check reports ERROR by raising, not by its Outcome")
+        else:
+            verdict = Verdict.HOLDS if bool(out.holds) else Verdict.FAILS
+        if chk.kind in BOUND_KINDS:
+            _require_numeric(chk, out)
         return Result(chk, verdict, out.measured, out.theoretical, out.detail,
-                      time.perf_counter() - start, seed, size, tuple(out.figures))
+                      time.perf_counter() - start, seed, size, tuple(out.figures),
+                      out.tightness, out.vacuous, dict(out.extra))
     except Exception as exc:  # the check broke: report, do not crash the suite
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return Result(chk, Verdict.ERROR, None, None, tb, time.perf_counter() - start,
                       seed, size)
+
+
+def _require_numeric(chk: Check, out: Outcome) -> None:
+    """``bound``/``envelope`` results must carry numbers: measured, bound, tightness."""
+    for name in ("measured", "theoretical", "tightness"):
+        value = getattr(out, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"check {chk.id} (kind {chk.kind}) must return a numeric "
+                                f"{name}, got {value!r}") from None
 
 
 def _jsonable(value: Any) -> Any:

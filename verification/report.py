@@ -19,12 +19,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from verification.registry import _jsonable
-
-if TYPE_CHECKING:  # pragma: no cover
-    from verification.runner import CheckRun, SuiteRun
+from verification.suite import CheckRun, SuiteRun
 
 MAX_CELL = 48  # characters of a value shown in a table cell
 

@@ -1,6 +1,6 @@
 """Run a selection of verification checks over several seeds and report.
 
-Used by ``pflt verify`` (:mod:`pfl_theory.commands.verify`); usable from Python::
+Used by ``pflt verify`` (:mod:`pflt.commands.verify`); usable from Python::
 
     checks, import_errors = load_checks()
     suite = run_suite(select(checks, only=["pfedme.*"]), size="quick", seeds=2,
@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -40,57 +39,8 @@ from tqdm import tqdm
 
 from pfl_theory.validation import positive_int
 from verification.registry import Check, Result, Verdict, run_check
+from verification.suite import CheckRun, SuiteRun, aggregate
 from verification.report import format_table, write_outputs
-
-
-@dataclass(frozen=True)
-class CheckRun:
-    """One check over all seeds: the aggregate verdict and the per-seed results."""
-
-    check: Check
-    verdict: Verdict
-    results: tuple[Result, ...]
-
-    @property
-    def seeds_holding(self) -> int:
-        return sum(r.verdict is Verdict.HOLDS for r in self.results)
-
-    @property
-    def seconds(self) -> float:
-        return sum(r.seconds for r in self.results)
-
-
-@dataclass(frozen=True)
-class SuiteRun:
-    """Everything one ``pflt verify`` produced."""
-
-    runs: tuple[CheckRun, ...]
-    size: str
-    seeds: tuple[int, ...]
-    environment: dict[str, Any] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        out = {v.value: 0 for v in Verdict}
-        for run in self.runs:
-            out[run.verdict.value] += 1
-        out["total"] = len(self.runs)
-        return out
-
-    @property
-    def exit_code(self) -> int:
-        """Non-zero only when a check (or a check module) broke."""
-        return 1 if any(r.verdict is Verdict.ERROR for r in self.runs) else 0
-
-
-def aggregate(results: Iterable[Result]) -> Verdict:
-    """ERROR if any ERROR, else FAILS if any FAILS, else HOLDS (needs >= 1 result)."""
-    verdicts = [r.verdict for r in results]
-    if not verdicts:
-        raise ValueError("cannot aggregate an empty list of results")
-    for v in (Verdict.ERROR, Verdict.FAILS):
-        if v in verdicts:
-            return v
-    return Verdict.HOLDS
 
 
 def load_checks(package: str = "verification.checks"

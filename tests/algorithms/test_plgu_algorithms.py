@@ -1,4 +1,4 @@
-"""Tests of algorithms/plgu_lf.py, plgu_grep.py, pfedhn.py (FORMULAS §D.3–D.7, §E.D5–D6).
+"""Tests of algorithms/plgu_lf.py, plgu_grep.py, pfedhn.py (docs/formulas.md §D.3–D.7, §E.D5–D6).
 
 References are independent: per-client scalar loops with their own autograd calls and
 hand-written SAM/LWSAM perturbations (not algorithms.sam), FedAvg/FedRep from their own

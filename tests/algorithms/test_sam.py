@@ -1,4 +1,4 @@
-"""Tests of algorithms/sam.py — SAM / LWSAM perturbations (PLGU eqs. 3–5, FORMULAS §E.D1–D3)."""
+"""Tests of algorithms/sam.py — SAM / LWSAM perturbations (PLGU eqs. 3–5, docs/formulas.md §E.D1–D3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CGPFL theory (FORMULAS.md §A): lower level = k-means/N, cluster-mean minimiser, local
+"""CGPFL theory (docs/formulas.md §A): lower level = k-means/N, cluster-mean minimiser, local
 gradient by autograd, cost, Theorems 4.1 / 4.2 (golden values computed here), e(K) and
 select_k (limits, planted K₀, monotonicity), input validation."""
 

@@ -1,4 +1,4 @@
-"""Tests of PPFE theory (FORMULAS.md §C.5, checks §E.C3–C.9, C.11)."""
+"""Tests of PPFE theory (docs/formulas.md §C.5, checks §E.C3–C.9, C.11)."""
 
 import functools
 import itertools

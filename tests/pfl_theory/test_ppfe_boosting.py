@@ -1,4 +1,4 @@
-"""Tests of PPFE boosting math (FORMULAS.md §C.3; checks §E.C1, E.C2)."""
+"""Tests of PPFE boosting math (docs/formulas.md §C.3; checks §E.C1, E.C2)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Tests of the PPFE linear generator (FORMULAS.md §E.C10)."""
+"""Tests of the PPFE linear generator (docs/formulas.md §E.C10)."""
 
 import numpy as np
 import pytest

@@ -4,7 +4,7 @@ import struct
 import numpy as np
 import pytest
 
-from pfl_theory.cli import main
+from pflt.cli import main
 from synthetic.sources import DataSpec, build_federation
 
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from paper_figures import driver, verification_summary
-from pfl_theory.cli import main
+from pflt.cli import main
 from verification.registry import Outcome, check
 
 GOOD = """

@@ -1,4 +1,4 @@
-"""CGPFL algorithm checks (Tang, Guo, Guo, IJCAI 2022; FORMULAS.md §A.5, §A.7, §A.9,
+"""CGPFL algorithm checks (Tang, Guo, Guo, IJCAI 2022; docs/formulas.md §A.5, §A.7, §A.9,
 §E.A items 3, 6, 7, 8, 12), run on the batched engine in float64 with planted-context data
 (:mod:`verification.experiments_cgpfl`)."""
 

@@ -1,4 +1,4 @@
-"""CGPFL (Tang, Guo, Guo, IJCAI 2022; ICLR-2022 version) theory checks, FORMULAS.md §E.A
+"""CGPFL (Tang, Guo, Guo, IJCAI 2022; ICLR-2022 version) theory checks, docs/formulas.md §E.A
 items 1, 2, 3, 4, 5, 9, 11(ii) and 12.  All in float64."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) checks run on the batched engine
-(:class:`algorithms.pfedme.PFedMe`): FORMULAS.md §E.B items 6–9 and the Table 1 ordering.
+(:class:`algorithms.pfedme.PFedMe`): docs/formulas.md §E.B items 6–9 and the Table 1 ordering.
 Experiments live in :mod:`verification.experiments_pfedme`; all theory comparisons are in
 float64 on QuadraticMean-type clients where exactness is needed."""
 
@@ -191,7 +191,7 @@ def nonconvex_rate_T(ctx: Context) -> Outcome:
     """Non-convex clients ½‖θ − x‖² + Σcos(2θ_k) (L = 5, λ = 15 > 2√2L), exact envelope
     gradient: fitted exponent of E‖∇F(w_{t*})‖² in T.  The claim tested is the upper-bound
     reading 'decays at least as fast as T^{-2/3}' (slope ≤ −2/3); the fitted exponent is
-    reported (the exponent layout of Theorem 2's third term is uncertain, FORMULAS §B.6)."""
+    reported (the exponent layout of Theorem 2's third term is uncertain, docs/formulas.md §B.6)."""
     p = ctx.params
     runs = [ex.nonconvex_run(rounds=p["rounds"], seed=ctx.seed + s, lr=0.05) for s in p["seeds"]]
     T = runs[0]["T"]

@@ -1,4 +1,4 @@
-"""pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) theory checks, FORMULAS.md §E.B items 1–5,
+"""pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) theory checks, docs/formulas.md §E.B items 1–5,
 plus the rate-exponent derivations of §B.6 (Corollaries 1 and 2). All in float64."""
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def _numeric_slopes(fn, grid) -> dict[str, float]:
 
 
 @check("pfedme.corollary1_rate_reading", paper=PAPER,
-       reference="Theorem 1(a) third term, Corollary 1(i) (FORMULAS §B.6, UNCERTAIN reading)",
+       reference="Theorem 1(a) third term, Corollary 1(i) (docs/formulas.md §B.6, UNCERTAIN reading)",
        kind="rate", tolerance=1e-6,
        tolerance_reason="numeric log-log slope of an exact power law (δ=0): round-off only")
 def corollary1_rate_reading(ctx: Context) -> Outcome:
@@ -263,7 +263,7 @@ def corollary1_rate_reading(ctx: Context) -> Outcome:
 
 
 @check("pfedme.corollary2_rate_reading", paper=PAPER,
-       reference="Theorem 2(a) third term, Corollary 2 (FORMULAS §B.6, UNCERTAIN reading)",
+       reference="Theorem 2(a) third term, Corollary 2 (docs/formulas.md §B.6, UNCERTAIN reading)",
        kind="rate", tolerance=1e-6,
        tolerance_reason="numeric log-log slope of exact power laws (δ=0): round-off only")
 def corollary2_rate_reading(ctx: Context) -> Outcome:

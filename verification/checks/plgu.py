@@ -60,7 +60,7 @@ def perturbation_norm(ctx: Context) -> Outcome:
 
 
 @check("plgu.perturbation_norm_printed_exponent", paper=PAPER,
-       reference="eq. (5)/(12) as printed (exponent p-1) — ERRATUM? FORMULAS §D.2", kind="identity",
+       reference="eq. (5)/(12) as printed (exponent p-1) — ERRATUM? docs/formulas.md §D.2", kind="identity",
        tolerance=1e-10, tolerance_reason="same float64 arithmetic as plgu.perturbation_norm",
        quick={"clients": 20, "dim": 50, "rho": 0.05}, full={"clients": 200, "dim": 500, "rho": 0.05})
 def perturbation_norm_printed_exponent(ctx: Context) -> Outcome:

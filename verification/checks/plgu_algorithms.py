@@ -10,7 +10,7 @@ import torch
 from algorithms.base import get_algorithm
 from algorithms.evaluation import evaluate, summarize
 from algorithms.models import DNN
-from paper_figures.plgu_poor_clients import CLASSES, DIM, federation
+from verification.experiments_plgu import CLASSES, DIM, federation
 from synthetic.federation import Federation
 from verification.registry import Context, Outcome, check
 

@@ -1,4 +1,4 @@
-"""Numerical checks of PPFE (Emrani, Najafi, Motahari, arXiv 2602.14244) — FORMULAS.md §E.C.
+"""Numerical checks of PPFE (Emrani, Najafi, Motahari, arXiv 2602.14244) — docs/formulas.md §E.C.
 
 Most PPFE formulas are RECONSTRUCTED (``reconstructed=True``): a FAILS there means "the
 reconstruction or the paper's claim does not hold here", not necessarily a code bug.  The

@@ -1,6 +1,6 @@
 """PPFE for neural networks (Emrani, Najafi, Motahari, arXiv 2602.14244): Remark 3 (one stage
 with a fixed head is FedRep) and the claim that accuracy improves stage by stage (§4, §6;
-FORMULAS.md §C.4 — the algorithm is RECONSTRUCTED)."""
+docs/formulas.md §C.4 — the algorithm is RECONSTRUCTED)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from algorithms.decoupled import FedRep
 from algorithms.ppfe import PPFE
 from algorithms.models import MLP
-from paper_figures.ppfe_nn import setting, stage_ends, trajectory
+from verification.experiments_ppfe_nn import setting, stage_ends, trajectory
 from synthetic.permuted_labels import permuted_label_federation
 from verification.registry import Context, Outcome, check
 

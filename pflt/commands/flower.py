@@ -2,7 +2,7 @@
 
 The same options as ``pflt run`` (algorithm, hyper-parameters, data, model, ``--config``
 TOML); each client of the federation becomes one Flower SuperNode holding only its own
-data, the server runs :class:`pfl_theory.flower.strategy.PFLStrategy`.  ``--backend ray``
+data, the server runs :class:`algorithms.flower.strategy.PFLStrategy`.  ``--backend ray``
 uses Flower's simulation engine (``flwr.simulation.run_simulation``, ClientApps in Ray
 worker processes; start-up takes tens of seconds), ``--backend inprocess`` (default) the
 same ServerApp/ClientApp objects over an in-process grid.  ``--compare`` also runs the
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from pfl_theory.cli import UserError
-from pfl_theory.commands import run_options as opts
+from pflt.cli import UserError
+from pflt.commands import run_options as opts
 
 
 def add_parser(sub) -> None:
@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from pfl_theory.flower import INSTALL_HINT
+    from algorithms.flower import INSTALL_HINT
     try:
         import flwr  # noqa: F401
     except ImportError:
@@ -50,9 +50,9 @@ def run(args) -> int:
     if options.get("resume") or options.get("checkpoint_every"):
         raise UserError("--resume/--checkpoint-every are not supported by flower-sim")
     from algorithms.models import build_model
-    from pfl_theory.flower.local import simulate
-    from pfl_theory.flower.records import Settings
-    from pfl_theory.flower.splits import get_split
+    from algorithms.flower.local import simulate
+    from algorithms.flower.records import Settings
+    from algorithms.flower.splits import get_split
     from synthetic.sources import build_federation
 
     get_split(options["algorithm"])                # unsupported algorithm: fail before data

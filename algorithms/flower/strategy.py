@@ -3,7 +3,7 @@
 
 The strategy holds the engine ``State`` of the *server* (global/shared/context models and
 state tensors; per-client models stay on the clients) and runs round ``t`` as the batched
-engine does (:mod:`pfl_theory.flower.splits`):
+engine does (:mod:`algorithms.flower.splits`):
 
 1. ``setup`` (before ``start``): waits for the ``N`` client nodes, sends them the run
    settings (``query.setup``), learns each node's client index and train count, builds a
@@ -39,9 +39,9 @@ from flwr.serverapp.strategy import Result, Strategy
 from flwr.supercore import log
 
 from algorithms.base import State
-from pfl_theory.flower.client import INFO as INFO_KEY, KEPT, MODELS, ROUND, ROWS, SETTINGS, UPLOAD
-from pfl_theory.flower.records import Settings, pack, row, stack_rows, tensors_record, unpack
-from pfl_theory.flower.splits import counts_federation, get_split
+from algorithms.flower.client import INFO as INFO_KEY, KEPT, MODELS, ROUND, ROWS, SETTINGS, UPLOAD
+from algorithms.flower.records import Settings, pack, row, stack_rows, tensors_record, unpack
+from algorithms.flower.splits import counts_federation, get_split
 from pfl_theory.validation import positive, positive_int
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pfl_theory.cli import UserError
+from pflt.cli import UserError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

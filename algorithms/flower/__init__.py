@@ -2,15 +2,15 @@
 strategy + ClientApp running the batched engine's own client-update and server-aggregate
 code (N = 1 on each client), so a Flower run equals the in-process engine run.
 
-Modules: :mod:`~pfl_theory.flower.splits` (client/server split per algorithm, no Flower
-needed), :mod:`~pfl_theory.flower.records` (engine objects ↔ Flower records),
-:mod:`~pfl_theory.flower.client` (``make_client_app``), :mod:`~pfl_theory.flower.strategy`
-(``PFLStrategy``, ``make_server_app``), :mod:`~pfl_theory.flower.local` (``simulate`` with
-Flower's Ray simulation or an in-process grid), :mod:`~pfl_theory.flower.app` (module-level
+Modules: :mod:`~algorithms.flower.splits` (client/server split per algorithm, no Flower
+needed), :mod:`~algorithms.flower.records` (engine objects ↔ Flower records),
+:mod:`~algorithms.flower.client` (``make_client_app``), :mod:`~algorithms.flower.strategy`
+(``PFLStrategy``, ``make_server_app``), :mod:`~algorithms.flower.local` (``simulate`` with
+Flower's Ray simulation or an in-process grid), :mod:`~algorithms.flower.app` (module-level
 apps for ``flwr run`` deployments).  See ``docs/flower.md``.
 
 Supported: ``fedavg``, ``pfedme``, ``ditto``, ``fedrep``, ``fedper``, ``lgfedavg``,
-``cgpfl``, ``cgpfl-heur`` (:data:`~pfl_theory.flower.splits.SPLITS`).
+``cgpfl``, ``cgpfl-heur`` (:data:`~algorithms.flower.splits.SPLITS`).
 """
 
 INSTALL_HINT = 'Flower is not installed; install the extra: pip install "pfl-theory[flower]" ' \

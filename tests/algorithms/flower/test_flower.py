@@ -24,13 +24,13 @@ from algorithms import reference_loop  # noqa: E402
 from algorithms.base import get_algorithm  # noqa: E402
 from algorithms.models import build_model  # noqa: E402
 from algorithms.runner import run  # noqa: E402
-from pfl_theory.flower import splits  # noqa: E402
-from pfl_theory.flower.app import load_client_data, settings_from_run_config  # noqa: E402
-from pfl_theory.flower.client import KEPT, make_client_app  # noqa: E402
-from pfl_theory.flower.local import (InProcessGrid, _task_identity, client_federation,  # noqa: E402
+from algorithms.flower import splits  # noqa: E402
+from algorithms.flower.app import load_client_data, settings_from_run_config  # noqa: E402
+from algorithms.flower.client import KEPT, make_client_app  # noqa: E402
+from algorithms.flower.local import (InProcessGrid, _task_identity, client_federation,  # noqa: E402
                                      simulate, simulate_many)
-from pfl_theory.flower.records import Settings, pack, unpack  # noqa: E402
-from pfl_theory.flower.strategy import make_server_app  # noqa: E402
+from algorithms.flower.records import Settings, pack, unpack  # noqa: E402
+from algorithms.flower.strategy import make_server_app  # noqa: E402
 from synthetic.federation import Federation  # noqa: E402
 
 # Same code and the same draws; only batched (N rows) vs single-client (1 row) bmm kernels
@@ -223,7 +223,7 @@ def test_bad_inputs(fed):
 
 
 def test_cli_flower_sim_matches_engine(capsys, tmp_path):
-    from pfl_theory.cli import main
+    from pflt.cli import main
 
     code = main(["flower-sim", "--algorithm", "fedavg", "--clients", "4", "--rounds", "2",
                  "--dtype", "float64", "--clients-per-round", "2", "--local-rounds", "2",

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from pfl_theory.cli import main
+from pflt.cli import main
 
 SMALL = ["--clients", "12", "--rounds", "2", "--local-rounds", "2", "--inner-steps", "2",
          "--clients-per-round", "3", "--no-progress", "--synthetic-alpha", "0.5"]

@@ -17,7 +17,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "select-stages", help="choose PPFE's number of boosting stages T (bias-variance bound)",
         description="Minimise exp(-2 gamma^2 T) + kappa0 sqrt(T/n) over T = 1..t_max "
-        "(PPFE, FORMULAS.md C.5.12) and print the curve with T* marked.")
+        "(PPFE, docs/formulas.md C.5.12) and print the curve with T* marked.")
     p.add_argument("--gamma", type=float, required=True,
                    help="weak-learning edge gamma in (0, 0.5): every stage has error <= 1/2 - gamma")
     p.add_argument("--kappa0", type=float, default=None,

@@ -1,9 +1,9 @@
 """The Flower ``ClientApp``: one client of a registered algorithm, running the engine's own
-local update with N = 1 on the client's data (see :mod:`pfl_theory.flower.splits`).
+local update with N = 1 on the client's data (see :mod:`algorithms.flower.splits`).
 
-Message handlers (message types sent by :class:`pfl_theory.flower.strategy.PFLStrategy`):
+Message handlers (message types sent by :class:`algorithms.flower.strategy.PFLStrategy`):
 
-* ``query.setup`` — receives the run :class:`~pfl_theory.flower.records.Settings`, stores
+* ``query.setup`` — receives the run :class:`~algorithms.flower.records.Settings`, stores
   them in ``context.state``; replies with the client index, train/test sample counts,
   feature shape, number of classes and dtype of its data;
 * ``query.init`` — stores the client's initial rows of the per-client models (e.g.
@@ -30,8 +30,8 @@ from flwr.clientapp import ClientApp
 
 from algorithms.base import State
 from algorithms.evaluation import evaluate
-from pfl_theory.flower.records import Settings, pack, tensors_from, unpack
-from pfl_theory.flower.splits import client_batch, get_split
+from algorithms.flower.records import Settings, pack, tensors_from, unpack
+from algorithms.flower.splits import client_batch, get_split
 from synthetic.federation import Federation
 
 SETTINGS, KEPT = "pflt.settings", "pflt.kept"           # context.state keys

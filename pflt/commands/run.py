@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from pfl_theory.cli import UserError
-from pfl_theory.commands import run_options as opts
+from pflt.cli import UserError
+from pflt.commands import run_options as opts
 
 
 def add_parser(sub) -> None:

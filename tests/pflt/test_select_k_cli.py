@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pfl_theory.cli import main
+from pflt.cli import main
 from synthetic.contexts import planted_model_vectors
 
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from pfl_theory.cli import main
+from pflt.cli import main
 
 
 def test_json_output_matches_grid_search(capsys):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pfl_theory.cli import UserError
+from pflt.cli import UserError
 
 from verification.registry import KINDS
 

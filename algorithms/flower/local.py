@@ -4,8 +4,8 @@ grid, plus the client slices of an in-memory federation.
 * :func:`client_federation` — client ``i`` of a :class:`~synthetic.federation.Federation` as
   a one-client federation (its train/test rows in the engine's order), what a real client
   gets from ``Federation.from_client_arrays([x_i], [y_i], seed=seed + i)``.
-* :func:`simulate` — runs :func:`~pfl_theory.flower.strategy.make_server_app` and
-  :func:`~pfl_theory.flower.client.make_client_app` with ``backend="ray"``
+* :func:`simulate` — runs :func:`~algorithms.flower.strategy.make_server_app` and
+  :func:`~algorithms.flower.client.make_client_app` with ``backend="ray"``
   (``flwr.simulation.run_simulation``: the ClientApps run in Ray worker processes, messages
   are serialised) or ``backend="inprocess"`` (:class:`InProcessGrid`: the same ServerApp and
   ClientApp objects and handlers, messages serialised through Flower's protobuf ``serde``
@@ -27,9 +27,9 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from pfl_theory.flower.client import make_client_app
-from pfl_theory.flower.records import Settings
-from pfl_theory.flower.strategy import FlowerResult, make_server_app
+from algorithms.flower.client import make_client_app
+from algorithms.flower.records import Settings
+from algorithms.flower.strategy import FlowerResult, make_server_app
 from pfl_theory.validation import positive
 from synthetic.federation import Federation, Split
 

@@ -1,6 +1,6 @@
 """The ``pflt`` command line.
 
-Sub-commands are discovered from the modules of :mod:`pfl_theory.commands`: each module
+Sub-commands are discovered from the modules of :mod:`pflt.commands`: each module
 defines ``add_parser(subparsers)`` which registers its sub-command and sets
 ``func=<callable(args) -> int>`` as default.  User errors (bad input) are raised as
 :class:`UserError` or ``ValueError`` and reported in one line with exit code 2 — no
@@ -31,10 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pfl-theory {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import pfl_theory.commands as commands
+    import pflt.commands as commands
 
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"pfl_theory.commands.{info.name}")
+        module = importlib.import_module(f"pflt.commands.{info.name}")
         if hasattr(module, "add_parser"):
             module.add_parser(sub)
     return parser

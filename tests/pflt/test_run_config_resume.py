@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from algorithms.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from pfl_theory.cli import main
+from pflt.cli import main
 
 BASE = ["--clients", "12", "--local-rounds", "2", "--inner-steps", "2",
         "--clients-per-round", "3", "--no-progress", "--eval-every", "1"]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pfl_theory.cli import UserError
+from pflt.cli import UserError
 
 if sys.version_info >= (3, 11):
     import tomllib

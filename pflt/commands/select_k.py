@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pfl_theory.cli import UserError
+from pflt.cli import UserError
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
 

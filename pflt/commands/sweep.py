@@ -16,7 +16,7 @@ import itertools
 import json
 from pathlib import Path
 
-from pfl_theory.cli import UserError
+from pflt.cli import UserError
 
 
 def add_parser(sub) -> None:
@@ -40,11 +40,11 @@ def grid(sweep: dict) -> list[dict]:
 
 
 def run(args) -> int:
-    from pfl_theory.commands.run_options import tomllib
+    from pflt.commands.run_options import tomllib
 
-    from pfl_theory.cli import build_parser
-    from pfl_theory.commands import run as run_cmd
-    from pfl_theory.commands import run_options as opts
+    from pflt.cli import build_parser
+    from pflt.commands import run as run_cmd
+    from pflt.commands import run_options as opts
 
     path = Path(args.config)
     if not path.exists():

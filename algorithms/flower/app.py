@@ -3,8 +3,8 @@
 Point a Flower App's ``pyproject.toml`` at them::
 
     [tool.flwr.app.components]
-    serverapp = "pfl_theory.flower.app:server_app"
-    clientapp = "pfl_theory.flower.app:client_app"
+    serverapp = "algorithms.flower.app:server_app"
+    clientapp = "algorithms.flower.app:client_app"
 
 **Run config** (``[tool.flwr.app.config]``, overridable with ``flwr run --run-config``),
 read by the server (and by the clients for the data split):
@@ -38,9 +38,9 @@ import torch
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
-from pfl_theory.flower.client import make_client_app
-from pfl_theory.flower.records import Settings
-from pfl_theory.flower.strategy import DTYPES, run_server
+from algorithms.flower.client import make_client_app
+from algorithms.flower.records import Settings
+from algorithms.flower.strategy import DTYPES, run_server
 from synthetic.federation import Federation
 
 _RESERVED = {"algorithm", "num-clients", "rounds", "seed", "model", "hidden", "l2",

@@ -1,0 +1,7 @@
+"""``python -m pflt`` == the ``pflt`` console script."""
+
+import sys
+
+from pflt.cli import main
+
+sys.exit(main())

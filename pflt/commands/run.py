@@ -27,12 +27,19 @@ from pflt.commands import run_options as opts
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="train an algorithm on a federation; write history.json/csv",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       add_help=False)
+    p.add_argument("-h", "--help", action="store_true",
+                   help="show the options (with --algorithm NAME: that algorithm's only)")
     opts.add_options(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if getattr(args, "help", False):
+        given = "algorithm" in opts._explicit(getattr(args, "argv", []))
+        print(opts.help_text(args.algorithm if given else None, __doc__), end="")
+        return 0
     options = opts.resolve(args)
     summary = execute(options, progress=not options["no_progress"])
     return 0 if summary is not None else 1

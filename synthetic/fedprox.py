@@ -10,7 +10,8 @@ draw for draw:
 1. sizes ``n = (lognormal(4, 2, N).astype(int) + 50) * size_multiplier``;
 2. ``mean_W = normal(0, alpha, N)``; ``mean_b = mean_W`` (no draw);
 3. ``B = normal(0, beta, N)``;
-4. ``Sigma = diag((j + 1) ** -1.2)`` (no draw);
+4. ``Sigma = diag(np.power(j + 1, -1.2))`` (no draw; numpy's ``power``, as the script —
+   Python's ``**`` differs in the last bit for some ``j``, which moves features by ~1e-15);
 5. non-iid: ``mean_x[i] = normal(B[i], 1, dim)`` per client; iid: ``B[i] * ones`` (no draw);
 6. iid only: ``W_global = normal(0, 1, (dim, C))`` then ``b_global = normal(0, 1, C)``;
 7. per client: ``W = normal(mean_W[i], 1, (dim, C))``, ``b = normal(mean_b[i], 1, C)``
@@ -71,7 +72,7 @@ def _draw(alpha: float, beta: float, iid: bool, num_clients: int, dim: int,
     mean_w = rng.normal(0, alpha, n_clients)
     mean_b = mean_w
     b_feat = rng.normal(0, beta, n_clients)
-    sigma = np.diag(np.array([(j + 1) ** -1.2 for j in range(dim)]))
+    sigma = np.diag(np.power(np.arange(1, dim + 1), -1.2))  # not Python's ** (last-bit differences)
     mean_x = np.zeros((n_clients, dim))
     for i in range(n_clients):
         mean_x[i] = b_feat[i] * np.ones(dim) if iid else rng.normal(b_feat[i], 1, dim)

@@ -45,7 +45,7 @@ from pfl_theory.validation import positive, positive_int
 
 # --------------------------------------------------------------------------- Table 1
 #: Paper numbers, Synthetic column of pFedMe Table 1 (accuracy %, mean ± std over 10 runs);
-#: same values as /work/shared/reference/paper_tables.json key ``pfedme_table1``.
+#: the same values are restated in docs/formulas.md §B.7.
 PAPER_SYNTHETIC = {
     "mlr": {"FedAvg": (77.62, 0.11), "Per-FedAvg": (81.49, 0.09),
             "pFedMe-GM": (78.65, 0.25), "pFedMe-PM": (83.20, 0.06)},

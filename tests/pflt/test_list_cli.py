@@ -83,3 +83,18 @@ def test_run_help_without_algorithm_is_short_and_points_to_the_per_algorithm_hel
 def test_run_help_for_unknown_algorithm_is_a_user_error(capsys):
     assert main(["run", "--algorithm", "nope", "--help"]) == 2
     assert "unknown algorithm" in capsys.readouterr().err
+
+
+def test_formulas_command_lists_a_section_and_writes_the_reference(tmp_path, capsys):
+    from pfl_theory import formulas
+
+    assert main(["formulas", "--section", "B.6"]) == 0
+    out = capsys.readouterr().out
+    assert "pfl_theory.pfedme.theorem1a" in out and "2 formula(s)" in out
+    target = tmp_path / "formulas.md"
+    assert main(["formulas", "--write", str(target)]) == 0
+    assert target.read_text(encoding="utf-8") == formulas.render_markdown()
+    assert main(["formulas", "--markdown"]) == 0
+    assert capsys.readouterr().out.startswith("wrote")  # --write's line, then the markdown
+    assert main(["formulas", "--section", "Z.9"]) == 2
+    assert "not a section" in capsys.readouterr().err

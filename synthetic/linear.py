@@ -73,11 +73,16 @@ def make_linear_federation(*, num_clients: int, dim: int = 50, n_train: int = 40
                            n_test: int = 500, alpha: float | str = 0.5,
                            noise_var: float = 0.25, cov_low: float = 0.5,
                            cov_high: float = 1.5, local_scale: float | np.ndarray = 1.0,
-                           seed: int = 0) -> LinearFederation:
+                           mixing: str = "convex", seed: int = 0) -> LinearFederation:
     """Draw a federation from eqs. (15)–(16) of PPFE (docs/formulas.md §C.6).
 
     ``alpha``: personalization ratio in [0, 1] shared by all clients, or ``"uniform"`` for
-    α_i ~ U(0, 1) per client.  ``local_scale``: s_i (scalar or ``[N]``).  Defaults are toolkit
+    α_i ~ U(0, 1) per client.  ``local_scale``: s_i (scalar or ``[N]``).  ``mixing``:
+    ``"convex"`` (eq. 16 as reconstructed, w_i = (1−α)w_g + αw_{l,i}; Var w_i = (1−α)² + α²s²,
+    U-shaped in α) or ``"variance_preserving"`` (w_i = √(1−α) w_g + √α w_{l,i}; Var w_i =
+    (1−α) + αs², = 1 for s = 1: every client's marginal model distribution is the same for
+    all α, which is what a Local curve flat in α (PPFE Fig. 3b) requires; same limits α = 0
+    identical, α = 1 independent).  Defaults are toolkit
     defaults (module docstring).  Draw order: α_i (if uniform), w_g, w_{l,i}, Σ_i, train x,
     train ε, test x, test ε.
     """
@@ -96,6 +101,8 @@ def make_linear_federation(*, num_clients: int, dim: int = 50, n_train: int = 40
     if scale.shape != (n_clients,) or np.any(scale < 0):
         raise ValueError(f"local_scale must be >= 0, scalar or shape ({n_clients},), "
                          f"got shape {scale.shape}")
+    if mixing not in ("convex", "variance_preserving"):
+        raise ValueError(f"mixing must be 'convex' or 'variance_preserving', got {mixing!r}")
     rng = np.random.default_rng(seed)
     if isinstance(alpha, str):
         if alpha != "uniform":
@@ -105,7 +112,9 @@ def make_linear_federation(*, num_clients: int, dim: int = 50, n_train: int = 40
         alphas = np.full(n_clients, in_range("alpha", alpha, 0.0, 1.0))
     w_global = rng.standard_normal(d)
     w_local = scale[:, None] * rng.standard_normal((n_clients, d))
-    w = (1.0 - alphas)[:, None] * w_global[None, :] + alphas[:, None] * w_local
+    cg, cl = (1.0 - alphas, alphas) if mixing == "convex" else (np.sqrt(1.0 - alphas),
+                                                                 np.sqrt(alphas))
+    w = cg[:, None] * w_global[None, :] + cl[:, None] * w_local
     cov_diag = rng.uniform(lo, hi, size=(n_clients, d))
 
     def draw(count: int) -> tuple[np.ndarray, np.ndarray]:

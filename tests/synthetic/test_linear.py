@@ -99,3 +99,26 @@ def test_ridge_validation():
         ridge(np.ones((3, 2)), np.ones(3), -1.0)
     with pytest.raises(ValueError):
         ridge(np.ones((3, 2)), np.ones(4), 1.0)
+
+
+def test_variance_preserving_mixing_keeps_unit_variance_and_limits():
+    import numpy as np
+
+    from synthetic.linear import make_linear_federation
+
+    for a in (0.0, 0.25, 0.5, 1.0):
+        fed = make_linear_federation(num_clients=400, dim=50, n_train=1, n_test=1, alpha=a,
+                                     mixing="variance_preserving", seed=3)
+        want = np.sqrt(1 - a) * fed.w_global + np.sqrt(a) * fed.w_local
+        assert np.array_equal(fed.w, want)  # independent formula, same draws
+        # Var w_i = (1 − α) + α s² = 1 with s = 1, over fresh w_g draws: 300 seeds × 50
+        # coordinates of client 0 → SE of the mean square ≈ √(2/15000) ≈ 0.012
+        sq = [make_linear_federation(num_clients=1, dim=50, n_train=1, n_test=1, alpha=a,
+                                     mixing="variance_preserving", seed=s).w[0] ** 2
+              for s in range(300)]
+        assert abs(np.mean(sq) - 1.0) < 0.06
+    convex = make_linear_federation(num_clients=3, alpha=0.5, seed=3)
+    vp = make_linear_federation(num_clients=3, alpha=0.5, seed=3, mixing="variance_preserving")
+    assert np.array_equal(convex.w_global, vp.w_global) and not np.allclose(convex.w, vp.w)
+    with pytest.raises(ValueError, match="mixing"):
+        make_linear_federation(num_clients=3, mixing="sum")

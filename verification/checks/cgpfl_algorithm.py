@@ -12,8 +12,9 @@ from algorithms.cgpfl import CGPFL
 from algorithms.models import build_model
 from algorithms.pfedme import PFedMe
 from verification import experiments_cgpfl as ex
-from verification.fitting import fit_loglog, rate_verdict
-from verification.registry import Context, Outcome, check
+from verification.fitting import fit_loglog
+from verification.registry import Context, Outcome, check, envelope_outcome
+from verification.verdicts import outcome, rate_three_way
 
 PAPER = "CGPFL (IJCAI 2022)"
 
@@ -116,66 +117,54 @@ def q_to_identity(ctx: Context) -> Outcome:
 
 
 @check("cgpfl.convergence_rate_T", paper=PAPER, reference="Theorem 4.1(a) (§A.7, §E.A 8)",
-       kind="rate", tolerance=0.1,
-       tolerance_reason="slack on the exponent for pre-asymptotic curvature of a short run",
-       quick={"seeds": 2, "ts": [4, 8, 16, 32]}, full={"seeds": 5, "ts": [4, 8, 16, 32, 64, 128]})
+       kind="rate",
+       quick={"seeds": 2, "ts": [16, 32, 64]}, full={"seeds": 5, "ts": [16, 32, 64, 128, 256]})
 def convergence_rate_T(ctx: Context) -> Outcome:
     """Fitted exponent of (1/T)Σ_t ‖∇G_K(Ω^t)‖²/K in T (constant steps, K = K₀ = 4) against
-    the claimed O(1/√T): an upper bound, so the claim is 'slope ≤ −1/2' (until the δ² floor)."""
+    the claimed O(1/√T): an upper bound, so the claim is 'slope ≤ −1/2', tested on the tail
+    T ≥ 16 (the first rounds re-cluster: the local slope is −0.15 at T = 4…8 and steepens
+    monotonically).  No slack: HOLDS iff the whole bootstrap CI lies at or below −1/2, FAILS
+    iff it lies wholly above, INCONCLUSIVE if it straddles (:mod:`verification.verdicts`)."""
     p = ctx.params
     seeds = list(range(ctx.seed, ctx.seed + p["seeds"]))
     y = ex.convergence_in_t(seeds, p["ts"])
     fit = fit_loglog(p["ts"], y, seed=ctx.seed)
-    verdict = rate_verdict(fit, -0.5, tol=ctx.tolerance, claim="at_most")
-    tail = fit_loglog(p["ts"][-3:], y[:, -3:], seed=ctx.seed)
-    return Outcome(fit.slope, -0.5, bool(verdict),
-                   f"slope {fit.slope:.3f} CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}]; last three "
-                   f"T: {tail.slope:.3f}; {verdict.detail}")
+    verdict, line = rate_three_way(fit, -0.5, claim="at_most")
+    return outcome(verdict, measured=fit.slope, theoretical=-0.5,
+                   detail=f"T ∈ {p['ts']}, {p['seeds']} seeds: {line}")
 
 
-@check("cgpfl.convergence_speedup_K", paper=PAPER, reference="Theorem 4.1(a) rate remark (§A.7, §E.A 8)",
-       kind="rate", tolerance=0.1,
-       tolerance_reason="slack on the exponent for pre-asymptotic curvature of a short run",
-       quick={"seeds": 1, "rounds": 8, "ks": [1, 2, 4], "ns": [10, 20, 40], "rs": [1, 2, 4]},
-       full={"seeds": 3, "rounds": 20, "ks": [1, 2, 4, 8], "ns": [10, 20, 40, 80],
-             "rs": [1, 2, 4, 8]})
-def convergence_speedup_k(ctx: Context) -> Outcome:
-    """The O(1/√(KNRT)) claim: exponent of (1/T)Σ‖∇G_K‖²/K in K (N, R fixed) should be
-    ≤ −1/2 ("√K faster"); the N and R sweeps are reported in the detail."""
-    p = ctx.params
-    seeds = list(range(ctx.seed, ctx.seed + p["seeds"]))
-    out = ex.convergence_in_factors(seeds, rounds=p["rounds"], ks=p["ks"], ns=p["ns"], rs=p["rs"])
-    fits = {f: fit_loglog(out[f + "_values"], out[f][1], seed=ctx.seed) for f in "KNR"}
-    verdict = rate_verdict(fits["K"], -0.5, tol=ctx.tolerance, claim="at_most")
-    detail = "; ".join(f"slope in {f}: {fits[f].slope:.3f} CI [{fits[f].ci_low:.3f}, "
-                       f"{fits[f].ci_high:.3f}]" for f in "KNR")
-    return Outcome({f: fits[f].slope for f in "KNR"}, -0.5, bool(verdict), f"{detail}; K: {verdict.detail}")
+# cgpfl.convergence_speedup_K was removed (issue 13): the O(1/√(KNRT)) exponent belongs to an
+# upper bound, not to the error of a run; at the sizes we can afford (T ≤ 20) the
+# optimisation term, not the variance term carrying the √K gain, dominates, so neither its
+# FAIL nor a HOLD said anything about the theorem.  The bound's value is compared with
+# measurement by the bound checks (verification/checks/bounds_cgpfl.py).
 
 
 @check("cgpfl.personal_gap_lambda", paper=PAPER,
        reference="Theorem 4.1(b): (1/N)Σ‖θ_i − ω_k(i)‖² = O(∇G term) + O(δ_G²/λ² + δ²); §E.A10",
-       kind="rate", tolerance=0.5,
-       tolerance_reason="'roughly 1/λ²': a fitted slope within ±0.5 of −2 (finite rounds, "
-                        "inexact inner solves and the O(∇G) term bend the curve)",
-       quick={"lams": [2.0, 4.0, 8.0, 16.0], "rounds": 2, "clients": 8},
-       full={"lams": [2.0, 4.0, 8.0, 16.0, 32.0], "rounds": 10, "clients": 20})
+       kind="envelope",
+       quick={"lams": [4.0, 8.0, 16.0, 32.0, 64.0, 128.0], "rounds": 10, "clients": 8,
+              "seeds": 1},
+       full={"lams": [4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0], "rounds": 20, "clients": 20,
+             "seeds": 3})
 def personal_gap_lambda(ctx: Context) -> Outcome:
-    """Mean personalized gap ‖θ̃_i − ω_k(i)‖² after T rounds of CGPFL (K = K₀ = 2) for a grid
-    of λ: the fitted log–log slope is compared with the predicted −2.  The inner problem is
-    solved closely (20 steps, personal lr 0.5/(λ+1)) so δ² does not mask the λ-dependence."""
+    """Mean personalized gap ‖θ̃_i − ω_k(i)‖² after T rounds of CGPFL (K = K₀ = 2) over λ ∈
+    [4, 128] (1.5 decades): envelope against the shape λ⁻² (the O(δ_G²/λ²) term; δ² is kept
+    negligible by solving the inner problem closely: 20 steps, personal lr 0.5/(λ+1)).
+    Factor 2, fixed: the exact gap of a quadratic is ∝ (λ/(λ+c))²/λ², whose prefactor
+    varies by < 2 over λ ≥ 4 for curvature c ≤ 1.6; a 1/λ law would spread by 32."""
     lams = ctx.params["lams"]
-    planted = ex.planted_federation(ctx.params["clients"], 2, seed=ctx.seed)
-    model = build_model("mlr", planted.fed)
-    gaps = []
-    for lam in lams:
-        alg = ex.cgpfl(2, lam=lam, personal_lr=0.5 / (lam + 1.0), inner_steps=20,
-                       local_scale=lam)
-        _, rec, _ = ex.run_recorded(alg, planted.fed, model, ctx.params["rounds"], ctx.seed,
-                                    keys=("personal_gap_sq",))
-        gaps.append(rec["personal_gap_sq"][-1])
-    fit = fit_loglog(lams, np.asarray([gaps]), seed=ctx.seed)
-    verdict = rate_verdict(fit.ci, -2.0, tol=ctx.tolerance)
-    return Outcome(measured={"slope": fit.slope, "ci": list(fit.ci), "gaps": gaps},
-                   theoretical={"slope": -2.0}, holds=bool(verdict.holds),
-                   detail=f"gap vs λ={lams}: {[f'{g:.3g}' for g in gaps]}; slope {fit.slope:.2f} "
-                          f"CI [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}] vs −2 ± {ctx.tolerance}")
+    gaps = np.zeros(len(lams))
+    for s in range(ctx.seed, ctx.seed + ctx.params["seeds"]):
+        planted = ex.planted_federation(ctx.params["clients"], 2, seed=s)
+        model = build_model("mlr", planted.fed)
+        for j, lam in enumerate(lams):
+            alg = ex.cgpfl(2, lam=lam, personal_lr=0.5 / (lam + 1.0), inner_steps=20,
+                           local_scale=lam)
+            _, rec, _ = ex.run_recorded(alg, planted.fed, model, ctx.params["rounds"], s,
+                                        keys=("personal_gap_sq",))
+            gaps[j] += rec["personal_gap_sq"][-1] / ctx.params["seeds"]
+    shape = np.asarray(lams) ** -2.0
+    return envelope_outcome(gaps, shape, factor=2.0,
+                            detail=f"gap vs λ={lams}: {[f'{g:.3g}' for g in gaps]}")

@@ -196,28 +196,10 @@ def _planted_select(params: dict, seed: int, k0: int, mu: float = 0.0):
     return cgpfl.select_k(x, mu=mu, m=params["m"], restarts=params["restarts"], seed=seed)
 
 
-@check("cgpfl.bound_monotone_in_k", paper=PAPER, reference="Theorem 4.2, Remark 4.2", kind="ordering",
-       tolerance=1e-12, tolerance_reason="cost from k-means in float64, relative round-off",
-       quick={"seeds": 3, "n": 20, "d": 5, "separation": 6.0, "noise": 1.0, "m": 2000, "restarts": 4},
-       full={"seeds": 10, "n": 40, "d": 20, "separation": 6.0, "noise": 1.0, "m": 8000, "restarts": 10})
-def bound_monotone_in_k(ctx: Context) -> Outcome:
-    """Theorem 4.2 RHS in K: the √(dK) term is increasing and the cost term (best-of-restarts
-    k-means, with a warm start from K−1) non-increasing, K = 1 … N/2."""
-    p = ctx.params
-    comp_min_step, cost_max_step = math.inf, -math.inf
-    for s in range(p["seeds"]):
-        res = _planted_select(p, ctx.seed + s, k0=3)
-        terms = [cgpfl.theorem42_bound(m=p["m"], n_clients=p["n"], d=p["d"], k=int(k), confidence=0.05,
-                                       lam=1.0, smoothness=1.0, cost_value=float(c))
-                 for k, c in zip(res.ks, res.costs)]
-        comp = np.array([t.complexity_term for t in terms])
-        pers = np.array([t.personalization_term for t in terms])
-        comp_min_step = min(comp_min_step, float(np.diff(comp).min()))
-        cost_max_step = max(cost_max_step, float(np.diff(pers).max() / pers[0]))
-    holds = comp_min_step > 0 and cost_max_step <= ctx.tolerance
-    return Outcome(measured={"min_complexity_step": comp_min_step, "max_rel_cost_step": cost_max_step},
-                   theoretical={"complexity_step": "> 0", "cost_step": "<= 0"}, holds=holds,
-                   detail=f"√(dK) term step ≥ {comp_min_step:.3g}; cost term step ≤ {cost_max_step:.1e} (rel.)")
+# cgpfl.bound_monotone_in_k was removed (issue 13): the √(dK) term rises in K by its formula
+# and select_k's warm start from the (K−1)-solution forces the cost down, so the check could
+# not fail; Theorem 4.2's value is compared with measurement in checks/bounds_cgpfl.py and
+# select_k's warm start is unit-tested (tests/pfl_theory/test_cgpfl.py).
 
 
 @check("cgpfl.select_k_planted", paper=PAPER, reference="IJCAI eq. (11) / ICLR eq. (12)", kind="selection",

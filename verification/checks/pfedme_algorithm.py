@@ -12,6 +12,7 @@ from pfl_theory import moreau
 from verification import experiments_pfedme as ex
 from verification.fitting import fit_loglog, rate_verdict
 from verification.registry import Context, Outcome, check
+from verification.verdicts import difference_three_way, outcome, rate_three_way, worst
 
 PAPER = "pFedMe (NeurIPS 2020)"
 
@@ -183,43 +184,59 @@ def personalized_ball_lambda(ctx: Context) -> Outcome:
 
 @check("pfedme.nonconvex_rate_T", paper=PAPER,
        reference="Theorem 2(a) / Corollary 2: E‖∇F(w_{t*})‖² = O(T^{-2/3}) in T (S = N)",
-       kind="rate", tolerance=0.1,
-       tolerance_reason="pre-asymptotic bias of a fit over 3–4 octaves of T",
-       quick={"rounds": 64, "seeds": (0, 1), "fit_from": 16},
-       full={"rounds": 512, "seeds": (0, 1, 2, 3), "fit_from": 32})
+       kind="rate",
+       quick={"ts": (16, 32, 64, 128), "seeds": (0, 1), "lr0": 0.2},
+       full={"ts": (16, 32, 64, 128, 256, 512, 1024), "seeds": (0, 1, 2, 3), "lr0": 0.2})
 def nonconvex_rate_T(ctx: Context) -> Outcome:
-    """Non-convex clients ½‖θ − x‖² + Σcos(2θ_k) (L = 5, λ = 15 > 2√2L), exact envelope
-    gradient: fitted exponent of E‖∇F(w_{t*})‖² in T.  The claim tested is the upper-bound
-    reading 'decays at least as fast as T^{-2/3}' (slope ≤ −2/3); the fitted exponent is
-    reported (the exponent layout of Theorem 2's third term is uncertain, docs/formulas.md §B.6)."""
+    """Non-convex clients ½‖θ − x‖² + Σcos(2θ_k) (L = 5, λ = 15 > 2√2L), one run per horizon
+    T with the corollary's horizon-tuned step η_T = η₀(T/T₀)^{-1/3}, stochastic inner solves
+    (|D| = 1, noise 3, K = 2 inexact steps: δ > 0).  In this regime the bound's terms scale
+    as Δ_F/(ηT) ∝ T^{-2/3} and ησ² ∝ T^{-1/3}, so the claim 'slope ≤ −2/3' is tested where it
+    can fail (with a constant step the transient Δ_F/(ηT) gives slope −1 for any working
+    descent).  No slack: three-way verdict on the bootstrap CI (docs/formulas.md §B.6)."""
     p = ctx.params
-    runs = [ex.nonconvex_run(rounds=p["rounds"], seed=ctx.seed + s, lr=0.05) for s in p["seeds"]]
-    T = runs[0]["T"]
-    keep = T >= p["fit_from"]
-    y = np.array([r["expected_grad_sq"][keep] for r in runs])
-    fit = fit_loglog(T[keep], y, seed=ctx.seed)
-    verdict = rate_verdict(fit, -2.0 / 3.0, tol=ctx.tolerance, claim="at_most")
-    return Outcome(measured={"slope": fit.slope, "ci": fit.ci}, theoretical=-2.0 / 3.0,
-                   holds=verdict.holds,
-                   detail=f"fitted exponent {fit.slope:.3f} over T ∈ [{T[keep][0]}, "
-                          f"{T[keep][-1]}]; {verdict.detail}")
+    ts = list(p["ts"])
+    y = np.array([[ex.nonconvex_run(rounds=t, seed=ctx.seed + s, noise=3.0, batch_size=1,
+                                    lr=p["lr0"] * (t / ts[0]) ** (-1.0 / 3.0))["grad_sq"].mean()
+                   for t in ts] for s in p["seeds"]])
+    fit = fit_loglog(ts, y, seed=ctx.seed)
+    verdict, line = rate_three_way(fit, -2.0 / 3.0, claim="at_most")
+    return outcome(verdict, measured={"slope": fit.slope, "ci": fit.ci}, theoretical=-2.0 / 3.0,
+                   detail=f"fitted exponent {fit.slope:.3f} over T ∈ {ts} (η ∝ T^-1/3, "
+                          f"{len(p['seeds'])} seeds); {line}")
 
 
 @check("pfedme.table1_ordering", paper=PAPER,
        reference="Table 1 (Synthetic): PM > GM, PM > Per-FedAvg > FedAvg", kind="ordering",
-       quick={"rounds": 5, "quick": True, "model": "mlr"},
-       full={"rounds": 600, "quick": False, "model": "mlr"})
+       quick={"rounds": 5, "quick": True, "model": "mlr", "seeds": 1},
+       full={"rounds": 600, "quick": False, "model": "mlr", "seeds": 3})
 def table1_ordering(ctx: Context) -> Outcome:
     """The paper's ordering of best-over-rounds sample-weighted accuracies (the code's
-    statistic).  Quick size: 5 rounds on a small 20-client Synthetic(0.5,0.5) draw (NOT
-    the paper's data or length) — a smoke-level ordering; full size: the paper's N = 100
-    data and T = 600, one seed, MLR."""
+    statistic).  Each comparison a > b is decided on the difference of seed means against
+    two standard errors: se² = (binomial test-set error of both accuracies, p(1−p)/n_test
+    each, unpaired so conservative) + (variance over seeds of the paired difference)/seeds.
+    HOLDS beyond +2se, FAILS below −2se, INCONCLUSIVE in between (:mod:`verification.
+    verdicts`).  Quick size: 5 rounds on a small 20-client Synthetic(0.5,0.5) draw (NOT the
+    paper's data or length); full size: the paper's N = 100 data, T = 600, 3 seeds, MLR."""
     p = ctx.params
-    res = ex.table1(seeds=[ctx.seed], rounds=p["rounds"], model=p["model"], quick=p["quick"],
-                    eval_every=5)
-    order = ex.ordering(res)
-    acc = {k: round(100 * v["weighted_best"][0], 2) for k, v in res["rows"].items()}
-    size = ("quick: 20-client draw, " if p["quick"] else "paper data, ") + f"T={p['rounds']}"
-    return Outcome(measured=acc, theoretical=list(order), holds=all(order.values()),
-                   detail=f"{size}; " + ", ".join(f"{k}: {'yes' if v else 'NO'}"
-                                                  for k, v in order.items()))
+    res = ex.table1(seeds=list(range(ctx.seed, ctx.seed + p["seeds"])), rounds=p["rounds"],
+                    model=p["model"], quick=p["quick"], eval_every=5)
+    n_test = int(ex.synthetic_federation(p["quick"]).test.counts.sum())
+    acc = {k: np.asarray(v["weighted_best"]) for k, v in res["rows"].items()}
+    pairs = {"PM > GM": ("pFedMe-PM", "pFedMe-GM"), "PM > Per-FedAvg": ("pFedMe-PM", "Per-FedAvg"),
+             "Per-FedAvg > FedAvg": ("Per-FedAvg", "FedAvg")}
+    verdicts, parts = {}, []
+    for name, (a, b) in pairs.items():
+        d = acc[a] - acc[b]
+        pa, pb = acc[a].mean(), acc[b].mean()
+        se2 = (pa * (1 - pa) + pb * (1 - pb)) / n_test
+        if d.size > 1:
+            se2 += d.var(ddof=1) / d.size
+        se = float(np.sqrt(se2))
+        verdicts[name] = difference_three_way(float(d.mean()), se)
+        parts.append(f"{name}: {100 * d.mean():+.2f} ± {200 * se:.2f} pp → {verdicts[name].value}")
+    size = (("quick: 20-client draw, " if p["quick"] else "paper data, ")
+            + f"T={p['rounds']}, {p['seeds']} seed(s), n_test={n_test}")
+    shown = {k: round(100 * float(v.mean()), 2) for k, v in acc.items()}
+    return outcome(worst(list(verdicts.values())), measured=shown, theoretical=list(pairs),
+                   detail=f"{size}; " + "; ".join(parts))

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import torch
 
-from algorithms.plgu_scores import personalization_scores, top_layers
 from algorithms.sam import perturbation
 from pfl_theory import plgu as P
 from verification.fitting import fit_loglog, rate_verdict
-from verification.registry import Context, Outcome, check
+from verification.registry import Context, Outcome, Verdict, check
+from verification.verdicts import outcome, rate_three_way
 
 PAPER = "PLGU (CVPR 2023)"
 F64 = torch.float64
@@ -64,14 +64,19 @@ def perturbation_norm(ctx: Context) -> Outcome:
        tolerance=1e-10, tolerance_reason="same float64 arithmetic as plgu.perturbation_norm",
        quick={"clients": 20, "dim": 50, "rho": 0.05}, full={"clients": 200, "dim": 500, "rho": 0.05})
 def perturbation_norm_printed_exponent(ctx: Context) -> Outcome:
-    """Does the printed eq. (5) (denominator (‖g‖_q^q)^{p−1}) satisfy ‖ε̃‖_p = ρ?  Expected FAILS:
-    at p = 2 it gives ρ g/‖g‖², of norm ρ/‖g‖ — a documented erratum, not a code bug."""
+    """Does the printed eq. (5) (denominator (‖g‖_q^q)^{p−1}) satisfy ‖ε̃‖_p = ρ?  At p = 2 it
+    gives ρ g/‖g‖², of norm ρ/‖g‖.  ERRATUM when the printed exponent misses ρ and the
+    corrected 1/p exponent hits it (same gradients); HOLDS if the printed one were right;
+    FAILS if neither reading gives ‖ε̃‖_p = ρ."""
     dev = _norm_deviation(ctx, "printed", P_GRID)
+    fixed = max(_norm_deviation(ctx, "corrected", P_GRID).values())
     worst = max(dev.values())
-    return Outcome(measured=dev, theoretical=0.0, holds=worst <= ctx.tolerance,
+    verdict = (Verdict.HOLDS if worst <= ctx.tolerance else
+               Verdict.ERRATUM if fixed <= ctx.tolerance else Verdict.FAILS)
+    return outcome(verdict, measured=dev, theoretical=0.0,
                    detail=f"printed exponent: max |‖ε̃‖_p/ρ − 1| = {worst:.3g} over p ∈ {P_GRID}, "
-                          f"{dev['p=2']:.3g} at p=2 (where ‖ε̃‖ = ρ/‖g‖; gradient norms 1e-2..1e2); the claim ‖ε̃‖_p = ρ "
-                          f"{'holds' if worst <= ctx.tolerance else 'does NOT hold'} for the printed formula")
+                          f"{dev['p=2']:.3g} at p=2 (where ‖ε̃‖ = ρ/‖g‖; gradient norms 1e-2..1e2); "
+                          f"corrected 1/p exponent: {fixed:.2g} → {verdict.value}")
 
 
 @check("plgu.layer_perturbation_norms", paper=PAPER, reference="eq. (5), Λ_i = diag(ξ_i), p = 2",
@@ -99,100 +104,63 @@ def layer_perturbation_norms(ctx: Context) -> Outcome:
 
 
 @check("plgu.first_order_ascent", paper=PAPER, reference="eq. (3)/(5): ε̃ ≈ argmax_{‖ε‖≤ρ} F(θ+ε)",
-       kind="inequality", quick={"clients": 8, "samples": 50, "dim": 10, "directions": 300, "rho": 1e-3},
-       full={"clients": 30, "samples": 200, "dim": 30, "directions": 1000, "rho": 1e-3})
+       kind="rate",
+       quick={"clients": 8, "samples": 50, "dim": 10, "rhos": (0.01, 0.03, 0.1, 0.3),
+              "ascent_steps": 60, "seeds": 1},
+       full={"clients": 30, "samples": 200, "dim": 30, "rhos": (0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+             "ascent_steps": 300, "seeds": 3})
 def first_order_ascent(ctx: Context) -> Outcome:
-    """For small ρ on a smooth (logistic) loss, F(θ+ε̃) ≥ F(θ+ε) for random ε with ‖ε‖ = ρ (Λ = I)."""
-    n, m, k, rho = (ctx.params[x] for x in ("clients", "samples", "dim", "rho"))
-    gen = torch.Generator().manual_seed(ctx.seed)
-    x = torch.randn(n, m, k, generator=gen, dtype=F64)
-    y = torch.sign(torch.randn(n, m, generator=gen, dtype=F64))
+    """SAM's ε̃ = ρ g/‖g‖ (Λ = I) is the first-order solution of max_{‖ε‖≤ρ} F(θ+ε).  On a
+    logistic loss the true maximiser ε* is found by projected gradient ascent on the sphere
+    (started at ε̃), over ρ spanning 1.5 decades up to ρ = 0.3 where curvature matters.  The
+    claim 'first-order accurate' means the relative ascent deficit
+    r(ρ) = (F(θ+ε*) − F(θ+ε̃))/(F(θ+ε*) − F(θ)) vanishes at least linearly: fitted slope of
+    max-over-clients r in ρ ≥ 1 (the expansion predicts 2).  Three-way verdict on the CI; a
+    wrong direction or norm leaves r = O(1) (slope ≈ 0) and FAILS."""
+    n, m, k = (ctx.params[x] for x in ("clients", "samples", "dim"))
+    rhos = list(ctx.params["rhos"])
+    rows = []
+    for s in range(ctx.seed, ctx.seed + ctx.params["seeds"]):
+        gen = torch.Generator().manual_seed(s)
+        x = torch.randn(n, m, k, generator=gen, dtype=F64)
+        y = torch.sign(torch.randn(n, m, generator=gen, dtype=F64))
 
-    def loss(th):  # th [..., n, k] -> per-client mean logistic loss [..., n]
-        return torch.nn.functional.softplus(-y * torch.einsum("nmk,...nk->...nm", x, th)).mean(-1)
+        def loss(th):  # th [n, k] -> per-client mean logistic loss [n]
+            return torch.nn.functional.softplus(-y * torch.einsum("nmk,nk->nm", x, th)).mean(-1)
 
-    theta = torch.randn(n, k, generator=gen, dtype=F64, requires_grad=True)
-    (grad,) = torch.autograd.grad(loss(theta).sum(), theta)
-    theta = theta.detach()
-    best = loss(theta + perturbation({"t": grad}, rho=rho)["t"])
-    wins, total, chunk = 0, 0, 100
-    for start in range(0, ctx.params["directions"], chunk):
-        r = torch.randn(min(chunk, ctx.params["directions"] - start), n, k, generator=gen, dtype=F64)
-        r = rho * r / torch.linalg.vector_norm(r, dim=-1, keepdim=True)
-        wins += int((best >= loss(theta + r)).sum())
-        total += r.shape[0] * n
-    return Outcome(measured=wins / total, theoretical=1.0, holds=wins == total,
-                   detail=f"SAM direction beats {wins}/{total} random directions of norm ρ={rho:g}")
-
-
-@check("plgu.score_invariants", paper=PAPER, reference="eqs. (6), (10); Algorithm 2 step 2",
-       kind="identity", tolerance=1e-12, tolerance_reason="float64 sum of L normalised scores",
-       quick={"clients": 30, "layers": 6}, full={"clients": 500, "layers": 12})
-def score_invariants(ctx: Context) -> Outcome:
-    """ξ ≥ 0; ξ = 0 when personalized = global; Σ_l ξ_l = 1 otherwise; top-D stable under ties."""
-    n, L = ctx.params["clients"], ctx.params["layers"]
-    gen = torch.Generator().manual_seed(ctx.seed)
-    names = [[f"l{l}.w", f"l{l}.b"] for l in range(L)]
-    w = {nm: torch.randn(3, 2, generator=gen, dtype=F64) if nm.endswith(".w")
-         else torch.randn(3, generator=gen, dtype=F64) for g in names for nm in g}
-    theta = {k: v + torch.randn(n, *v.shape, generator=gen, dtype=F64) for k, v in w.items()}
-    for k in theta:
-        theta[k][::4] = w[k]  # every 4th client equals the global model
-    xi = personalization_scores(theta, w, names)
-    same = torch.zeros(n, dtype=torch.bool)
-    same[::4] = True
-    neg = int((xi < 0).sum())
-    nonzero_same = int(torch.count_nonzero(xi[same]))
-    sum_err = float((xi[~same].sum(1) - 1).abs().max())
-    tied = torch.round(xi * 4) / 4  # heavy ties
-    ok_ties = all(torch.equal(top_layers(tied, D), top_layers(tied.clone(), D)) and
-                  bool((top_layers(tied, D).sum(1) == D).all()) for D in range(L + 1))
-    # tie-break: among equal scores the lowest index is chosen
-    first = top_layers(torch.zeros(1, L, dtype=F64), 1)[0].nonzero().flatten().tolist() == [0]
-    holds = neg == 0 and nonzero_same == 0 and sum_err <= ctx.tolerance and ok_ties and first
-    return Outcome(measured={"negative": neg, "nonzero_when_equal": nonzero_same,
-                             "max_sum_error": sum_err, "ties_stable": ok_ties and first},
-                   theoretical={"negative": 0, "nonzero_when_equal": 0, "max_sum_error": 0.0,
-                                "ties_stable": True},
-                   holds=holds, detail=f"{n} clients × {L} layers; max |Σξ − 1| = {sum_err:.1e}")
+        theta = torch.randn(n, k, generator=gen, dtype=F64)
+        th = theta.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(loss(th).sum(), th)
+        f0, row = loss(theta), []
+        for rho in rhos:
+            sam = loss(theta + perturbation({"t": grad}, rho=rho)["t"]) - f0
+            e = rho * grad / torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+            for _ in range(ctx.params["ascent_steps"]):
+                e = e.clone().requires_grad_(True)
+                (ge,) = torch.autograd.grad(loss(theta + e).sum(), e)
+                e = e.detach() + rho * ge / torch.linalg.vector_norm(ge, dim=1, keepdim=True)
+                e = rho * e / torch.linalg.vector_norm(e, dim=1, keepdim=True)
+            best = torch.maximum(loss(theta + e) - f0, sam)  # ε̃ itself is a candidate
+            row.append(max(float(((best - sam) / best).max()), 1e-300))
+        rows.append(row)
+    fit = fit_loglog(rhos, np.asarray(rows), seed=ctx.seed)
+    verdict, line = rate_three_way(fit, 1.0, claim="at_least")
+    return outcome(verdict, measured={"slope": fit.slope, "ci": list(fit.ci),
+                                      "deficit": np.asarray(rows).mean(0).tolist()},
+                   theoretical={"slope": ">= 1 (expansion: 2)"},
+                   detail=f"relative ascent deficit at ρ={rhos}: "
+                          f"{[f'{v:.2g}' for v in np.asarray(rows).mean(0)]}; {line}")
 
 
-@check("plgu.bound_monotonicity", paper=PAPER, reference="Theorems 1–3 (App. A–C)", kind="ordering",
-       quick={"configs": 40}, full={"configs": 400})
-def bound_monotonicity(ctx: Context) -> Outcome:
-    """Thm 1–3 totals increase in ρ, decrease in m (Thm 1), N, m̂; Thm 1 term 4 vanishes only at
-    D ∈ {0, L} (logs clipped as log max(·,2), all values finite)."""
-    rng = np.random.default_rng(ctx.seed)
-    grid = np.array([1.0, 2.0, 4.0, 8.0])
-    violations, tested = [], 0
-    for c in range(ctx.params["configs"]):
-        L = int(rng.integers(1, 9))
-        M = rng.uniform(0.3, 3.0, size=L)
-        D = int(rng.integers(0, L + 1))
-        per = sorted(rng.choice(L, size=D, replace=False).tolist())
-        gamma, B = float(rng.uniform(0.01, 0.9)), float(rng.uniform(0.1, 5))
-        t1 = dict(beta=1.0, B=B, rho=0.05, spectral_bounds=M, d=16, personalized_layers=per,
-                  m=1e4, N=20.0, m_hat=100.0, gamma=gamma)
-        t2 = dict(beta=1.0, beta_h=1.0, beta_phi=1.0, B=B, rho=0.05, M_h=1.5, spectral_bounds=M,
-                  d=16, N=20.0, m_hat=100.0, gamma=gamma)
-        t3 = dict(beta=1.0, beta_v=1.0, beta_h=1.0, B=B, R=1.0, rho=0.05, spectral_bounds=M,
-                  hn_spectral_bounds=M[::-1], d_h=16, N=20.0, m_hat=100.0, gamma=gamma)
-        cases = [(P.theorem1_plgu_lf, t1, ("rho", 1), ("m", -1), ("N", -1), ("m_hat", -1)),
-                 (P.theorem2_plgu_grep, t2, ("rho", 1), ("N", -1), ("m_hat", -1)),
-                 (P.theorem3_plgu_ghn, t3, ("rho", 1), ("N", -1), ("m_hat", -1))]
-        for fn, base, *dirs in cases:
-            for key, sign in dirs:
-                tot = np.asarray(fn(**{**base, key: base[key] * grid}).total)
-                tested += 1
-                if not (np.all(np.isfinite(tot)) and np.all(sign * np.diff(tot) > 0)):
-                    violations.append(f"{fn.__name__}/{key}/config{c}")
-        t4 = P.theorem1_plgu_lf(**t1).terms["personalized_adversarial"]
-        tested += 1
-        if not math.isfinite(t4) or (t4 == 0) != (D in (0, L)):
-            violations.append(f"term4/D={D}/L={L}")
-    return Outcome(measured=len(violations), theoretical=0, holds=not violations,
-                   detail=f"{tested} monotonicity/edge-case comparisons, violations: "
-                          f"{violations[:5] if violations else 'none'}")
+# plgu.score_invariants was removed (issue 13): Σξ = 1 is our own normalisation, so the check
+# restated the implementation; the invariants stay as unit tests
+# (tests/algorithms/test_plgu_scores.py).
+
+
+# plgu.bound_monotonicity was removed (issue 13): monotonicity of our own closed forms in ρ,
+# N, m̂ is a property of the formulas as typed, not a claim measured against anything; it is
+# unit-tested (tests/pfl_theory/test_plgu.py) and the bounds' values are compared with
+# measurement in checks/bounds_plgu.py.
 
 
 @check("plgu.rademacher_linear", paper=PAPER, reference="Lemma 2 at depth 1 (Golowich form B·M/√m)",
@@ -224,28 +192,7 @@ def rademacher_linear(ctx: Context) -> Outcome:
                    detail=f"{verdict.detail}; max (estimate − 3SE)/(BM/√m) = {ratio:.3f}")
 
 
-@check("plgu.metric_ordering", paper=PAPER,
-       reference="§D.9 metrics, §E.D6: lowest-5% ≤ average ≤ top-5% (mean of the worst/best "
-                 "⌈0.05 N⌉ clients)", kind="inequality", tolerance=1e-12,
-       tolerance_reason="float64 means of the same numbers",
-       quick={"vectors": 300}, full={"vectors": 5000})
-def metric_ordering(ctx: Context) -> Outcome:
-    """The runner's summaries (algorithms.evaluation.summarize) on random accuracy vectors:
-    the ordering holds and low5/top5 equal an independent sort-and-average."""
-    from algorithms.evaluation import summarize
+# plgu.metric_ordering was removed (issue 13): low5 ≤ average ≤ top5 holds for the means of
+# any sorted vector; the definitions are unit-tested (tests/algorithms/test_evaluation.py).
 
-    rng = np.random.default_rng(ctx.seed)
-    worst_order, worst_def = 0.0, 0.0
-    for _ in range(ctx.params["vectors"]):
-        n = int(rng.integers(1, 200))
-        acc = rng.beta(rng.uniform(0.2, 5), rng.uniform(0.2, 5), size=n)
-        s = summarize(torch.tensor(acc), torch.ones(n))
-        k = math.ceil(0.05 * n)
-        srt = np.sort(acc)
-        worst_order = max(worst_order, s["low5"] - s["mean"], s["mean"] - s["top5"])
-        worst_def = max(worst_def, abs(s["low5"] - srt[:k].mean()), abs(s["top5"] - srt[-k:].mean()))
-    ok = worst_order <= ctx.tolerance and worst_def <= ctx.tolerance
-    return Outcome(measured={"order_violation": worst_order, "definition_error": worst_def},
-                   theoretical=0.0, holds=ok,
-                   detail=f"max ordering violation {worst_order:.2g}, max deviation from the "
-                          f"definition {worst_def:.2g}")
+

@@ -75,25 +75,43 @@ def lemma8(ctx: Context) -> Outcome:
 
 
 @check("ppfe.lemma4_perturbation", paper=PAPER, reference="Lemma 4, §C.5.6", kind="inequality",
-       reconstructed=True, quick={"nets": 50}, full={"nets": 1000})
+       reconstructed=True, tolerance=1e-12,
+       tolerance_reason="float64 forward passes; a depth-1 net attains Λη exactly",
+       quick={"nets": 40, "corners": 4}, full={"nets": 400, "corners": 16})
 def lemma4(ctx: Context) -> Outcome:
-    """max_x |f(x) − f'(x)| ≤ Λη for random tanh nets whose parameters differ by ≤ η."""
+    """max_x |f(x) − f'(x)| ≤ Λη for tanh nets (parameters in [−1, 1], ‖x‖_∞ ≤ 1) whose
+    parameters differ by ≤ η, searched adversarially: inputs at corners of the box and the
+    perturbation at the corner η·sign(∂f(x)/∂θ) of the η-box (first-order worst case).  A
+    depth-1 net attains the bound (tightness 1), so a bound that is too small FAILS; the
+    worst ratio over all nets is reported (random perturbations reached only 0.21)."""
     rng = np.random.default_rng(ctx.seed)
     worst = 0.0
     for _ in range(ctx.params["nets"]):
-        widths = [int(v) for v in rng.integers(1, 6, size=rng.integers(2, 5))] + [1]
+        widths = [int(v) for v in rng.integers(1, 6, size=rng.integers(1, 5))] + [1]
         eta = 10.0 ** rng.uniform(-4, -1)
-        x = np.vstack([rng.uniform(-1, 1, (200, widths[0])), rng.choice([-1.0, 1.0], (100, widths[0]))])
-        a1 = a2 = x
-        for l in range(1, len(widths)):
-            w1, b1 = rng.uniform(-1, 1, (widths[l], widths[l - 1])), rng.uniform(-1, 1, widths[l])
-            w2 = np.clip(w1 + eta * rng.choice([-1, 1], w1.shape), -1, 1)
-            b2 = np.clip(b1 + eta * rng.choice([-1, 1], b1.shape), -1, 1)
-            z1, z2 = a1 @ w1.T + b1, a2 @ w2.T + b2
-            a1, a2 = (np.tanh(z1), np.tanh(z2)) if l < len(widths) - 1 else (z1, z2)
+        m = 1.0 - eta  # both nets' parameters stay in [−1, 1] after the η move
+        params = [(torch.tensor(rng.uniform(-m, m, (widths[l], widths[l - 1]))),
+                   torch.tensor(rng.uniform(-m, m, widths[l]))) for l in range(1, len(widths))]
+
+        def net(ps, x):
+            a = x
+            for l, (w, b) in enumerate(ps):
+                a = a @ w.T + b
+                a = torch.tanh(a) if l < len(ps) - 1 else a
+            return a.sum()
+
         lam = math.exp(ppfe.lemma4_log_constants(widths, weight_bound=1, input_bound=1)[1])
-        worst = max(worst, float(np.max(np.abs(a1 - a2))) / (lam * eta))
-    return Outcome(worst, 1.0, worst <= 1.0, f"max observed gap / (Λη) = {worst:.3g} (bound 1)")
+        for _ in range(ctx.params["corners"]):
+            x = torch.tensor(rng.choice([-1.0, 1.0], (1, widths[0])))
+            flat = [t.clone().requires_grad_(True) for wb in params for t in wb]
+            grads = torch.autograd.grad(net(list(zip(flat[::2], flat[1::2])), x), flat)
+            moved = [torch.clamp(t.detach() + eta * torch.sign(g), -1, 1) for t, g in zip(flat, grads)]
+            with torch.no_grad():
+                gap = abs(float(net(params, x) - net(list(zip(moved[::2], moved[1::2])), x)))
+            worst = max(worst, gap / (lam * eta))
+    return Outcome(worst, 1.0, worst <= 1.0 + ctx.tolerance,
+                   f"max adversarial gap / (Λη) = {worst:.6f} (bound 1; corners of the input and "
+                   f"η-boxes)")
 
 
 @check("ppfe.lemma5_composition", paper=PAPER, reference="Lemma 5, §C.5.7", kind="inequality",
@@ -145,18 +163,9 @@ def select_stages_check(ctx: Context) -> Outcome:
     return Outcome(bad, 0, bad == 0, f"{bad} of {ctx.params['trials']} random settings disagree")
 
 
-@check("ppfe.corollary2_shared_rate", paper=PAPER, reference="Corollary 2, §C.5.4", kind="rate",
-       reconstructed=True, tolerance=1e-9, tolerance_reason="exact power law, float64 fit",
-       quick={}, full={})
-def corollary2_rate(ctx: Context) -> Outcome:
-    """Shared term ∝ N^{−1/2}; personalized term independent of N and bounded for γ_w < 1."""
-    ns = np.array([10, 100, 1000, 10000])
-    terms = [ppfe.corollary2_terms(width=64, depth=3, num_stages=4, n=100, num_clients=int(k),
-                                   gamma_w=0.5, delta=0.05) for k in ns]
-    slope = float(np.polyfit(np.log(ns), np.log([t["shared"] for t in terms]), 1)[0])
-    flat = len({t["personalized"] for t in terms}) == 1
-    return Outcome(slope, -0.5, abs(slope + 0.5) <= ctx.tolerance and flat,
-                   f"fitted slope {slope:.6f}; personalized term constant in N: {flat}")
+# ppfe.corollary2_shared_rate was removed (issue 13): it fitted the slope of our own closed
+# form (circular); the N^{-1/2} scaling of the calculator is a unit test
+# (tests/pfl_theory/test_ppfe.py::test_corollary2_scalings).
 
 
 @check("ppfe.generator_diversity", paper=PAPER, reference="eqs. (15)–(16), §C.6", kind="identity",
@@ -190,12 +199,13 @@ ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0, "uniform")
 
 
 @functools.lru_cache(maxsize=4)
-def _fig3(seed: int, num_clients: int, reps: int) -> dict:
+def _fig3(seed: int, num_clients: int, reps: int, mixing: str = "convex") -> dict:
     """Test MSE per (α, method) over ``reps`` federations (toolkit defaults d=50, n=40)."""
     out: dict = {}
     for a in ALPHAS:
         runs = [compare_methods(make_linear_federation(num_clients=num_clients, alpha=a,
-                                                       n_test=300, seed=seed * 1000 + r), seed=r)
+                                                       n_test=300, mixing=mixing,
+                                                       seed=seed * 1000 + r), seed=r)
                 for r in range(reps)]
         out[a] = {m: np.array([r[m]["test_mse"] for r in runs]) for m in ("PPFE", "Local", "FedAvg")}
     return out
@@ -204,29 +214,34 @@ def _fig3(seed: int, num_clients: int, reps: int) -> dict:
 _FIG3 = dict(quick={"clients": 15, "reps": 3}, full={"clients": 50, "reps": 20})
 
 
-@check("ppfe.fig3_fedavg_grows_with_alpha", paper=PAPER, reference="Fig. 3b, §6.1",
-       kind="ordering", reconstructed=True, **_FIG3)
-def fedavg_grows(ctx: Context) -> Outcome:
-    """FedAvg ridge test MSE increases with α (α = 0, 0.25, …, 1)."""
-    res = _fig3(ctx.seed, ctx.params["clients"], ctx.params["reps"])
-    means = [float(res[a]["FedAvg"].mean()) for a in ALPHAS[:-1]]
-    return Outcome(means, "strictly increasing", all(x < y for x, y in zip(means, means[1:])),
-                   "FedAvg MSE at α=0..1: " + ", ".join(f"{m:.2f}" for m in means))
+# ppfe.fig3_fedavg_grows_with_alpha was removed (issue 13): true by construction — the
+# generator's heterogeneity E‖w_i − w_j‖² = 2α²s²d grows with α (checked by
+# ppfe.generator_diversity) and one averaged model cannot fit diverging clients.
 
 
 @check("ppfe.fig3_local_flat_in_alpha", paper=PAPER, reference="Fig. 3b, §6.1 / §E.C10",
        kind="ordering", reconstructed=True, tolerance=0.25,
-       tolerance_reason="max/min of mean Local MSE across α within 25% counts as flat", **_FIG3)
+       tolerance_reason="max/min of mean Local MSE across α within 25% counts as flat "
+                        "(3–20 repetitions of ~15–50 clients: the MSE's rel. SE is a few %)",
+       **_FIG3)
 def local_flat(ctx: Context) -> Outcome:
-    """Local ridge test MSE is (roughly) independent of α.  Expected to FAIL under the
-    convex-combination reading of eq. (16): Var(w_i) ∝ (1−α)² + α²s², minimal at α = ½, so the
-    local problem's signal size — and Local's MSE — is U-shaped in α."""
-    res = _fig3(ctx.seed, ctx.params["clients"], ctx.params["reps"])
+    """Local ridge test MSE is (roughly) independent of α (Fig. 3b), under the
+    variance-preserving reading of eq. (16), w_i = √(1−α)w_g + √α w_{l,i} (Var w_i = 1 for
+    every α; same α = 0 / α = 1 limits as the convex form).  The convex-combination reading
+    (Var w_i = (1−α)² + α², minimal at α = ½) makes Local's MSE U-shaped at n = 40 < d = 50
+    — its spread is reported: no convex-combination generator with unit s gives a flat Local
+    curve when n < d, so the paper's flat curve points to a variance-normalised generator."""
+    res = _fig3(ctx.seed, ctx.params["clients"], ctx.params["reps"], "variance_preserving")
+    convex = _fig3(ctx.seed, ctx.params["clients"], ctx.params["reps"])
     means = [float(res[a]["Local"].mean()) for a in ALPHAS[:-1]]
+    cmeans = [float(convex[a]["Local"].mean()) for a in ALPHAS[:-1]]
     spread = max(means) / min(means) - 1
-    return Outcome(spread, 0.0, spread <= ctx.tolerance,
-                   "Local MSE at α=0..1: " + ", ".join(f"{m:.2f}" for m in means)
-                   + " (signal variance (1−α)²+α² is U-shaped)")
+    cspread = max(cmeans) / min(cmeans) - 1
+    return Outcome({"variance_preserving": spread, "convex": cspread}, 0.0,
+                   spread <= ctx.tolerance,
+                   "Local MSE at α=0..1, variance-preserving: " + ", ".join(f"{m:.2f}" for m in means)
+                   + f" (spread {spread:.2f}); convex reading: "
+                   + ", ".join(f"{m:.2f}" for m in cmeans) + f" (spread {cspread:.2f}, U-shaped)")
 
 
 @check("ppfe.fig3_ppfe_best", paper=PAPER, reference="Fig. 3a/3b, §6.1", kind="ordering",
@@ -260,7 +275,7 @@ def lemma6_product_cover(ctx: Context) -> Outcome:
     """Finite stage classes H_t (functions on a finite domain, ‖h‖_∞ ≤ B_h) get greedy
     ε_t-covers; with the α-grid of Lemma 6, every ensemble Σ_t α_t h_t (|α_t| ≤ A) is within
     A Σ ε_t + T B_h ε_α of a member of the product cover, whose size is
-    Π_t |C_t| · (⌈A/ε_α⌉ + 1)^T."""
+    Π_t |C_t| · (⌈A/ε_α⌉ + 1)^T (that size is unit-tested, not checked here)."""
     rng = np.random.default_rng(ctx.seed)
     t_stages, size, pts = ctx.params["stages"], ctx.params["class_size"], ctx.params["points"]
     a, bh, eps_alpha = 1.5, 1.0, 0.1
@@ -284,11 +299,10 @@ def lemma6_product_cover(ctx: Context) -> Outcome:
                      * c[np.argmin(np.abs(c - m).max(1))]
                      for al, m, c in zip(alphas, members, covers))
         worst = max(worst, float(np.abs(f - approx).max()))
-    size_formula = math.exp(ppfe.lemma6_log_cover_size([math.log(len(c)) for c in covers],
-                                                       eps_alpha, coef_bound=a))
-    built = math.prod(len(c) for c in covers) * len(grid) ** t_stages
-    ok = worst <= radius + ctx.tolerance and built <= size_formula * (1 + 1e-12)
-    return Outcome(measured={"max_error": worst, "cover_size": built},
-                   theoretical={"radius": radius, "size_bound": size_formula}, holds=ok,
-                   detail=f"max sup-error {worst:.4f} ≤ radius {radius:.4f}; |cover| {built} ≤ "
-                          f"{size_formula:.6g}")
+    # the size half (|cover| ≤ Π|C_t|·(⌈A/ε_α⌉+1)^T) was dropped (issue 13): both sides came
+    # from the same construction; it is a unit test (tests/pfl_theory/test_ppfe.py)
+    return Outcome(measured={"max_error": worst}, theoretical={"radius": radius},
+                   holds=worst <= radius + ctx.tolerance,
+                   detail=f"max sup-error {worst:.4f} ≤ radius {radius:.4f} over "
+                          f"{ctx.params['draws']} random ensembles (tightness "
+                          f"{radius / worst if worst > 0 else float('inf'):.3g})")

@@ -90,8 +90,9 @@ def test_cite_parser_reads_items_and_ranges():
 def test_every_cited_section_exists_in_the_reference():
     known = set(formulas.section_ids())
     missing = {}
+    me = Path(__file__).resolve()
     for path in _tracked_files():
-        if path.name == "formulas.md":
+        if path.name == "formulas.md" or path.resolve() == me:  # this file cites made-up ids
             continue
         for sid in _cited_ids(path.read_text(encoding="utf-8", errors="replace")):
             if sid not in known:

@@ -180,7 +180,8 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     """One options dict from defaults < config < explicit command line (< saved run)."""
     from algorithms.base import get_algorithm, hyperparameters
 
-    values = {k: v for k, v in vars(args).items() if k not in ("func", "command", "argv")}
+    values = {k: v for k, v in vars(args).items()
+              if k not in ("func", "command", "argv", "help")}
     explicit = _explicit(getattr(args, "argv", []))
     if values.get("config"):
         for k, v in load_config(values["config"], set(values)).items():

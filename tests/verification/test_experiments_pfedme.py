@@ -40,6 +40,9 @@ def test_table1_algorithms_hyperparameters():
     algs = ex.table1_algorithms("dnn")
     assert algs["fedavg"].lr == 0.03
     assert (algs["perfedavg"].inner_lr, algs["perfedavg"].lr) == (0.01, 0.001)
+    code = algs["perfedavg-code"]  # the public code's evaluation: same training, test adaptation
+    assert (code.inner_lr, code.lr, code.adapt_on, algs["perfedavg"].adapt_on) == \
+        (0.01, 0.001, "test", "train")
     p = algs["pfedme"]
     assert (p.lam, p.lr, p.personal_lr, p.inner_steps, p.local_rounds, p.batch_size, p.beta,
             p.clients_per_round) == (30.0, 0.01, 0.01, 5, 20, 20, 2.0, 10)
@@ -68,7 +71,7 @@ def _fake(model, seeds, accs):
 
 
 ACCS = {"FedAvg": 0.7, "Per-FedAvg": 0.8, "pFedMe-GM": 0.75, "pFedMe-PM": 0.85,
-        "pFedMe-local (code's 'PM')": 0.84}
+        "pFedMe-local (code's 'PM')": 0.84, ex.CODE_PERFEDAVG: 0.86}
 
 
 def test_ordering_and_merge():

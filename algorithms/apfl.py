@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, sample_clients, select,
-                             validate_hyperparameters, weighted_mean)
+                             clients_per_round_hp, hp, register, validate_hyperparameters,
+                             weighted_mean)
+from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
 
 
@@ -41,7 +42,14 @@ def mix(alpha: torch.Tensor, v: dict, w: dict) -> dict:
 
 @register("apfl")
 @dataclass(frozen=True)
-class APFL:
+class APFL(Algorithm):
+    """APFL (Deng, Kamani, Mahdavi, arXiv 2003.13461), Algorithm 1 with adaptive α (eq. 10).
+    Paper symbols: η = ``lr`` (global and local models), α_i⁰ = ``mix_init``, η_α =
+    ``mix_lr``, R = ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``."""
+
+    client_models = ("local",)
+    client_tensors = ("alpha",)
+
     lr: float = hp(0.02, "local SGD learning rate η (global and local models)", check=positive)
     mix_init: float = hp(0.5, "initial mixing weight α_i ∈ [0, 1]")
     mix_lr: float = hp(0.01, "learning rate η_α of the adaptive α update (0: fixed α)",
@@ -61,14 +69,14 @@ class APFL:
         return State(0, seed, {"global": w, "local": broadcast(w, fed.num_clients)},
                      {"alpha": alpha})
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        w = broadcast(state.models["global"], chosen.numel())
-        v = select(state.models["local"], chosen)
-        a = state.tensors["alpha"][chosen]
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
+
+    def client_update(self, phase, model, view):
+        """Step 2 from ``w^t`` and the client's own ``v_i, α_i``; uploads ``w_i``."""
+        x, y = view.batches["sgd"]
+        w = broadcast(view.server["global"], x.shape[1])
+        v, a = view.models["local"], view.tensors["alpha"]
         for r in range(self.local_rounds):
             gw, _ = model.grad(w, x[r], y[r])
             gbar, _ = model.grad(mix(a, v, w), x[r], y[r])
@@ -76,13 +84,11 @@ class APFL:
             v = {k: v[k] - self.lr * (a.view(-1, *[1] * (v[k].ndim - 1)) * gbar[k]) for k in v}
             w = {k: w[k] - self.lr * gw[k] for k in w}
             a = (a - self.mix_lr * inner).clamp(0.0, 1.0)
-        local = {k: t.clone() for k, t in state.models["local"].items()}
-        for k in local:
-            local[k][chosen] = v[k]
-        alpha = state.tensors["alpha"].clone()
-        alpha[chosen] = a
-        new_global = weighted_mean(w, fed.train.counts[chosen])
-        return state.next({"global": new_global, "local": local}, {"alpha": alpha})
+        return {"local": v, "alpha": a}, {"global": w}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"global": weighted_mean(uploads["global"], counts)}), None
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": mix(state.tensors["alpha"], state.models["local"],

@@ -65,6 +65,7 @@ import torch
 
 from algorithms.base import (State, batch_size_hp, broadcast, flatten, hp, register, select,
                              validate_hyperparameters)
+from algorithms.contract import Algorithm, Phase, everyone
 from algorithms.steps import prox_steps
 from pfl_theory.kmeans import align_result, kmeans
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
@@ -92,7 +93,14 @@ def project(params: dict, p: torch.Tensor) -> dict:
 
 
 @dataclass(frozen=True)
-class _CGPFLBase:
+class _CGPFLBase(Algorithm):
+    """Shared fields.  Paper symbols (CGPFL, Algorithm 1): λ = ``lam``, η = ``personal_lr``
+    (the personalized step), S = ``inner_steps``, β = ``lr`` (the local generalized-model
+    step; note: ``lr`` is β here, not η), c = ``local_scale``/``local_step``, α = ``alpha``,
+    R = ``local_rounds``, |D| = ``batch_size``."""
+
+    client_models = ("personalized", "local")
+    server_rows = {"assignment": 0}
     lam: float = hp(12.0, "regularisation λ pulling θ_i to its context model (CGPFL default 12)",
                     check=positive)
     personal_lr: float = hp(0.01, "learning rate η of the S personalized steps", check=positive)
@@ -125,9 +133,10 @@ class _CGPFLBase:
         """``β·c`` of the local generalized-model step."""
         return self.lr * self.step_scale(n)
 
-    def local_update(self, model, omega_i0, x, y):
-        """Step 2 for all clients; ``x[R, N, B, ...]``. Returns ``(θ̃ after r=0, θ̃, ω̃_{·,R})``."""
-        step = self.local_step_size(x.shape[1])
+    def local_update(self, model, omega_i0, x, y, n: int | None = None):
+        """Step 2 for the clients in ``x[R, P, B, ...]`` of a federation of ``n`` clients
+        (default ``P``; ``c = 2/N`` needs N). Returns ``(θ̃ after r=0, θ̃, ω̃_{·,R})``."""
+        step = self.local_step_size(x.shape[1] if n is None else n)
         w, theta, first = omega_i0, dict(omega_i0), None
         for r in range(x.shape[0]):
             theta = prox_steps(model, theta, w, x[r], y[r], lam=self.lam,
@@ -158,19 +167,37 @@ class _CGPFLBase:
                      {"assignment": labels,
                       "num_contexts": torch.tensor(k, device=fed.device)})
 
-    def round(self, state: State, fed, model) -> State:
+    def first_phase(self, state: State, fed, model) -> Phase:
+        """Every client trains from its context model ``ω^t_{k(i)}`` (sent as payload)."""
+        batches = fed.sample_batches(self.local_rounds, self.batch_size, state.generator())
+        clients = everyone(fed)
+        labels = state.tensors["assignment"][clients.to(fed.device)]
+        return Phase("train", clients, {"sgd": batches},
+                     {"omega_i0": select(state.models["context"], labels)})
+
+    def client_update(self, phase, model, view):
+        """Step 2; uploads ``ω̃_{i,R}``, θ̃_i after r = 0 (for ∇G and the gap) and θ̃_i when
+        the server clusters on it."""
+        x, y = view.batches["sgd"]
+        first, theta, w = self.local_update(model, view.payload["omega_i0"], x, y,
+                                            view.num_clients)
+        upload = {"local": w, "first": first}
+        if getattr(self, "select_on", "uploads") == "personalized":
+            upload["personalized"] = theta
+        return {"personalized": theta, "local": w}, upload
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        """Steps 3–4 on the uploads: clustering, ``Ω^{t+1}``, the recorded quantities."""
         n, dt = fed.num_clients, fed.dtype
         omega, labels = state.models["context"], state.tensors["assignment"]
         k_old = next(iter(omega.values())).shape[0]
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, state.generator())
-        x, y = fed.train.gather(batches)
         omega_i0 = select(omega, labels)
-        first, theta, uploads = self.local_update(model, omega_i0, x, y)
-
-        new_labels, omega_prev, extra = self.cluster(state, fed, uploads, theta)
+        first, local = uploads["first"], uploads["local"]
+        theta = uploads.get("personalized", local)
+        new_labels, omega_prev, extra = self.cluster(state, fed, local, theta)
         k_new = next(iter(omega_prev.values())).shape[0]
         p = assignment_matrix(new_labels, k_new, dt)
-        means = project(uploads, p)
+        means = project(local, p)
         empty = (torch.bincount(new_labels, minlength=k_new) == 0)
         omega_next = {k: torch.where(empty.view(-1, *[1] * (v.ndim - 1)), v,
                                      (1 - self.alpha) * v + self.alpha * means[k])
@@ -181,15 +208,15 @@ class _CGPFLBase:
         gap = flatten(omega_i0) - flatten(first)                       # ω_{k(i)} − θ̃_i
         grad = (2.0 * k_old / n) * torch.zeros(k_old, gap.shape[1], dtype=dt,
                                                 device=gap.device).index_add_(0, labels, gap)
-        resid = flatten(uploads) - flatten(means)[new_labels]
+        resid = flatten(local) - flatten(means)[new_labels]
         tensors = {"assignment": new_labels, "transition": q,
                    "q_distance": torch.linalg.norm(q - eye),
                    "grad_G_sq_over_K": (grad ** 2).sum() / k_old,
                    "personal_gap_sq": (gap ** 2).sum(1).mean(),
                    "kmeans_cost": (resid ** 2).sum(1).mean(),
                    "num_contexts": torch.tensor(k_new, device=fed.device), **extra}
-        return state.next({"context": omega_next, "personalized": theta, "local": uploads},
-                          tensors)
+        return state.replace(models={**state.models, "context": omega_next},
+                             tensors=tensors), None
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"],
@@ -257,9 +284,9 @@ class CGPFLHeur(_CGPFLBase):
         return labels, omega_prev, {"k_hat": torch.tensor(sel.k_hat, device=fed.device),
                                     "e_values": e}
 
-    def round(self, state, fed, model):
-        new = super().round(state, fed, model)
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        new, _ = super().server_aggregate(phase, state, uploads, fed, model)
         if "k_hat" not in new.tensors and "k_hat" in state.tensors:  # keep the frozen record
             new = new.replace(tensors={**new.tensors, "k_hat": state.tensors["k_hat"],
                                        "e_values": state.tensors["e_values"]})
-        return new
+        return new, None

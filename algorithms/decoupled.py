@@ -40,8 +40,9 @@ from typing import Callable
 import torch
 
 from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, sample_clients,
-                             validate_hyperparameters, weighted_mean)
+                             clients_per_round_hp, hp, register, validate_hyperparameters,
+                             weighted_mean)
+from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from pfl_theory.validation import positive, positive_int
 
 Project = Callable[[Params], Params]
@@ -123,8 +124,11 @@ def check_aggregation(rule: str) -> None:
 
 
 @dataclass(frozen=True)
-class _Decoupled:
-    """Shared hyper-parameters and the body/head state layout."""
+class _Decoupled(Algorithm):
+    """Shared hyper-parameters and the body/head state layout: η = ``lr``, R =
+    ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``."""
+
+    client_models = ("personal",)
 
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)",
@@ -152,17 +156,22 @@ class _Decoupled:
     def local_update(self, model, params, x, y, shared_keys, personal_keys):
         return partial_sgd(model, params, list(params), x, y, self.lr)
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.steps_per_round, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        shared, personal = state.models["shared"], state.models["personal"]
-        params = merge(shared, {k: v[chosen] for k, v in personal.items()}, n=chosen.numel())
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return train_phase(state, fed, self.steps_per_round, self.batch_size,
+                           self.clients_per_round)
+
+    def client_update(self, phase, model, view):
+        """The local update from (shared part, own personal part); uploads the shared part."""
+        x, y = view.batches["sgd"]
+        shared, personal = view.server.get("shared", {}), view.models["personal"]
+        params = merge(shared, personal, n=x.shape[1])
         params = self.local_update(model, params, x, y, list(shared), list(personal))
-        new_shared = aggregate(subset(params, shared), fed.train.counts[chosen], self.aggregation)
-        new_personal = scatter_rows(personal, chosen, subset(params, personal))
-        return state.next({"shared": new_shared, "personal": new_personal})
+        return {"personal": subset(params, personal)}, {"shared": subset(params, shared)}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"shared": aggregate(uploads.get("shared", {}), counts,
+                                                       self.aggregation)}), None
 
     def evaluated(self, state: State) -> dict:
         personal, shared = state.models["personal"], state.models["shared"]
@@ -182,6 +191,10 @@ class _Decoupled:
 @register("fedrep")
 @dataclass(frozen=True)
 class FedRep(_Decoupled):
+    """FedRep (Collins, Hassani, Mokhtari, Shakkottai, ICML 2021), Algorithm 1: η = ``lr``
+    for head and body, τ (head epochs) ↔ ``head_steps`` SGD steps, body steps =
+    ``local_rounds``."""
+
     head_steps: int = hp(10, "local SGD steps on the head (body fixed) before the body steps",
                          check=positive_int)
 
@@ -198,10 +211,14 @@ class FedRep(_Decoupled):
 @register("fedper")
 @dataclass(frozen=True)
 class FedPer(_Decoupled):
-    pass
+    """FedPer (Arivazhagan, Aggarwal, Singh, Choudhary, arXiv 1912.00818): joint SGD (η =
+    ``lr``) on the body and the personal head; the server averages the body."""
 
 
 @register("lgfedavg")
 @dataclass(frozen=True)
 class LGFedAvg(_Decoupled):
+    """LG-FedAvg (Liang et al., arXiv 2001.01523): local representation layers, global last
+    ``head_layers`` layers averaged by the server; η = ``lr``."""
+
     shared_part = "head"

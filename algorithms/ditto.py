@@ -21,15 +21,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, sample_clients, select,
-                             sq_distance, validate_hyperparameters, weighted_mean)
+                             clients_per_round_hp, hp, register, sq_distance,
+                             validate_hyperparameters, weighted_mean)
+from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.steps import local_sgd, prox_steps
 from pfl_theory.validation import positive, positive_int
 
 
 @register("ditto")
 @dataclass(frozen=True)
-class Ditto:
+class Ditto(Algorithm):
+    """Ditto (Li, Hu, Beirami, Smith, ICML 2021), Algorithm 1.  Paper symbols: λ = ``lam``,
+    η = ``lr`` (global-model SGD), η_p = ``personal_lr`` (personal model), s = R =
+    ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``."""
+
+    client_models = ("personalized",)
+
     lam: float = hp(0.1, "regularisation λ pulling personal models to the global model",
                     check=positive)
     lr: float = hp(0.02, "local SGD learning rate η of the global (FedAvg) model", check=positive)
@@ -58,18 +65,17 @@ class Ditto:
                            steps=1)
         return w, v
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        w, v = self.local_update(model, state.models["global"],
-                                 select(state.models["personalized"], chosen), x, y)
-        personal = {k: t.clone() for k, t in state.models["personalized"].items()}
-        for k in personal:
-            personal[k][chosen] = v[k]
-        return state.next({"global": weighted_mean(w, fed.train.counts[chosen]),
-                           "personalized": personal})
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
+
+    def client_update(self, phase, model, view):
+        x, y = view.batches["sgd"]
+        w, v = self.local_update(model, view.server["global"], view.models["personalized"], x, y)
+        return {"personalized": v}, {"global": w}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"global": weighted_mean(uploads["global"], counts)}), None
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"], "global": state.models["global"]}

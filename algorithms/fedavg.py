@@ -15,15 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, sample_clients,
-                             validate_hyperparameters, weighted_mean)
+                             clients_per_round_hp, hp, register, validate_hyperparameters,
+                             weighted_mean)
+from algorithms.contract import Algorithm, Phase, everyone, train_phase, with_server
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
 
 
 @register("fedavg")
 @dataclass(frozen=True)
-class FedAvg:
+class FedAvg(Algorithm):
+    """FedAvg (McMahan et al., AISTATS 2017): paper symbols η = ``lr``, R = ``local_rounds``
+    (local SGD steps, one mini-batch each), |D| = ``batch_size``, S = ``clients_per_round``."""
+
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int)
@@ -38,14 +42,19 @@ class FedAvg:
         return State(0, seed, {"global": model.init(1, seed=seed, device=fed.device,
                                                    dtype=fed.dtype)})
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        w = local_sgd(model, broadcast(state.models["global"], chosen.numel()), x, y, self.lr)
-        new_global = weighted_mean(w, fed.train.counts[chosen])
-        return state.next({"global": new_global})
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
+
+    def client_update(self, phase, model, view):
+        """R SGD steps from the broadcast ``w^t``; uploads the local model."""
+        x, y = view.batches["sgd"]
+        return {}, {"global": local_sgd(model, broadcast(view.server["global"], x.shape[1]),
+                                        x, y, self.lr)}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        """``w^{t+1} = Σ n_i w_i / Σ n_i`` over the uploads."""
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"global": weighted_mean(uploads["global"], counts)}), None
 
     def evaluated(self, state: State) -> dict:
         return {"global": state.models["global"]}
@@ -53,7 +62,11 @@ class FedAvg:
 
 @register("local")
 @dataclass(frozen=True)
-class Local:
+class Local(Algorithm):
+    """Local training (no communication): η = ``lr``, R = ``local_rounds``, |D| = ``batch_size``."""
+
+    client_models = ("local",)
+
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int)
@@ -66,10 +79,16 @@ class Local:
         start = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
         return State(0, seed, {"local": broadcast(start, fed.num_clients)})
 
-    def round(self, state: State, fed, model) -> State:
+    def first_phase(self, state: State, fed, model) -> Phase:
         batches = fed.sample_batches(self.local_rounds, self.batch_size, state.generator())
-        x, y = fed.train.gather(batches)
-        return state.next({"local": local_sgd(model, state.models["local"], x, y, self.lr)})
+        return Phase("train", everyone(fed), {"sgd": batches}, uploaders=everyone(fed)[:0])
+
+    def client_update(self, phase, model, view):
+        x, y = view.batches["sgd"]
+        return {"local": local_sgd(model, view.models["local"], x, y, self.lr)}, {}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        return state, None
 
     def evaluated(self, state: State) -> dict:
         return {"local": state.models["local"]}

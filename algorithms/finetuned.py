@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, sample_clients,
-                             validate_hyperparameters)
+                             clients_per_round_hp, hp, register, validate_hyperparameters)
+from algorithms.contract import Algorithm, Phase, everyone, train_phase, with_server
 from algorithms.decoupled import (aggregate, check_aggregation, merge, param_count,
                                   partial_sgd, split_keys, subset)
 from algorithms.fedavg import FedAvg
@@ -43,17 +43,13 @@ def _check_part(part: str) -> None:
         raise ValueError(f"finetune_part must be 'head' or 'full', got {part!r}")
 
 
-def finetune(model, global_params, fed, gen, *, steps: int, batch_size: int, lr: float,
-             keys) -> dict:
-    """Every client's copy of ``global_params`` ``[1, ...]`` after ``steps`` SGD steps on
-    the parameters ``keys`` (own training data, uniform mini-batches from ``gen``)."""
-    batches = fed.sample_batches(steps, batch_size, gen)
-    x, y = fed.train.gather(batches)
-    return partial_sgd(model, broadcast(global_params, fed.num_clients), keys, x, y, lr)
-
-
 @dataclass(frozen=True)
-class _FineTuned:
+class _FineTuned(Algorithm):
+    """Global training, then every client fine-tunes the new global model (a second
+    exchange of the round, ``finetune``, on mini-batches of stream 1)."""
+
+    client_models = ("personalized",)
+
     finetune_steps: int = hp(20, "local fine-tuning SGD steps for the evaluated personalized model")
     finetune_lr: float = hp(0.05, "learning rate of the fine-tuning steps")
 
@@ -62,11 +58,19 @@ class _FineTuned:
         positive("finetune_lr", self.finetune_lr)
         _check_part(self.finetune_part)
 
-    def _finetuned(self, model, global_params, fed, state: State):
+    def finetune_phase(self, state: State, fed) -> Phase:
+        batches = fed.sample_batches(self.finetune_steps, self.batch_size, state.generator(1))
+        return Phase("finetune", everyone(fed), {"finetune": batches},
+                     uploaders=everyone(fed)[:0])
+
+    def finetune(self, model, global_params, view) -> dict:
+        """Each client's copy of ``global_params`` ``[1, ...]`` after ``finetune_steps`` SGD
+        steps (rate ``finetune_lr``) on the head or all parameters, own training data."""
         body, head = split_keys(model, self.head_layers)
         keys = head if self.finetune_part == "head" else list(global_params)
-        return finetune(model, global_params, fed, state.generator(1), steps=self.finetune_steps,
-                        batch_size=self.batch_size, lr=self.finetune_lr, keys=keys)
+        x, y = view.batches["finetune"]
+        return partial_sgd(model, broadcast(global_params, x.shape[1]), keys, x, y,
+                           self.finetune_lr)
 
 
 @register("fedbabu")
@@ -94,16 +98,25 @@ class FedBABU(_FineTuned):
         return State(0, seed, {"body": subset(w, body), "head": subset(w, head),
                                "personalized": broadcast(w, fed.num_clients)})
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        body, head = state.models["body"], state.models["head"]
-        params = partial_sgd(model, merge(body, head, n=chosen.numel()), list(body), x, y, self.lr)
-        new_body = aggregate(subset(params, body), fed.train.counts[chosen], self.aggregation)
-        personalized = self._finetuned(model, merge(new_body, head), fed, state)
-        return state.next({"body": new_body, "head": head, "personalized": personalized})
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
+
+    def client_update(self, phase, model, view):
+        """``train``: body SGD steps with the random head fixed, uploads the body;
+        ``finetune``: the evaluated personalized model from the new global model."""
+        body, head = view.server["body"], view.server["head"]
+        if phase.name == "finetune":
+            return {"personalized": self.finetune(model, merge(body, head), view)}, {}
+        x, y = view.batches["sgd"]
+        params = partial_sgd(model, merge(body, head, n=x.shape[1]), list(body), x, y, self.lr)
+        return {}, {"body": subset(params, body)}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        if phase.name == "finetune":
+            return state, None
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        state = with_server(state, {"body": aggregate(uploads["body"], counts, self.aggregation)})
+        return state, self.finetune_phase(state, fed)
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"],
@@ -141,11 +154,20 @@ class FedAvgFT(_FineTuned):
         return state.replace(models={**state.models, "personalized": broadcast(
             state.models["global"], fed.num_clients)})
 
-    def round(self, state: State, fed, model) -> State:
-        nxt = self.fedavg.round(State(state.round, state.seed, {"global": state.models["global"]},
-                                      state.tensors), fed, model)
-        g = nxt.models["global"]
-        return nxt.replace(models={"global": g, "personalized": self._finetuned(model, g, fed, state)})
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return self.fedavg.first_phase(state, fed, model)
+
+    def client_update(self, phase, model, view):
+        """``train``: FedAvg's client update; ``finetune``: fine-tune the new global model."""
+        if phase.name == "finetune":
+            return {"personalized": self.finetune(model, view.server["global"], view)}, {}
+        return self.fedavg.client_update(phase, model, view)
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        if phase.name == "finetune":
+            return state, None
+        state, _ = self.fedavg.server_aggregate(phase, state, uploads, fed, model)
+        return state, self.finetune_phase(state, fed)
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"], "global": state.models["global"]}

@@ -18,6 +18,12 @@ needs distinct starts to break the symmetry.  With ``K = 1`` a round is exactly 
 (same generator stream: batches, then client sample).  Evaluated: ``cluster`` = each
 client's current cluster model ``θ_{ĵ(i)}`` (re-estimated on the training data after the
 round).  ``assignment`` (ĵ for all clients) is kept in ``state.tensors``.
+
+Client/server split: the cluster estimate is the clients' (their own training loss); after
+the server's per-cluster averaging a second exchange, ``estimate``, has every client
+re-estimate ``ĵ(i)`` on the new models (also run once by ``init``).  A sampled client starts
+from the cluster of its stored estimate — the same ``argmin`` on the same models that the
+round would recompute.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (State, batch_size_hp, check_clients_per_round, clients_per_round_hp,
-                             hp, register, sample_clients, select, validate_hyperparameters,
-                             weighted_mean)
+                             hp, register, select, validate_hyperparameters, weighted_mean)
+from algorithms.contract import Algorithm, Phase, everyone, initial_state, train_phase, with_server
 from algorithms.evaluation import evaluate
 from algorithms.steps import local_sgd
 from pfl_theory.validation import positive, positive_int
@@ -44,7 +50,13 @@ def best_cluster(model, clusters: dict, split) -> torch.Tensor:
 
 @register("ifca")
 @dataclass(frozen=True)
-class IFCA:
+class IFCA(Algorithm):
+    """IFCA (Ghosh, Chung, Yin, Ramchandran, NeurIPS 2020), Algorithm 1 (model averaging).
+    Paper symbols: k = ``num_contexts`` (number of clusters), γ = ``lr`` (local step size),
+    τ = R = ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``."""
+
+    server_rows = {"assignment": 0}
+
     num_contexts: int = hp(4, "number K of cluster models", check=positive_int)
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
@@ -55,21 +67,43 @@ class IFCA:
     def __post_init__(self):
         validate_hyperparameters(self)
 
-    def init(self, fed, model, seed: int) -> State:
+    def server_init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)
         clusters = model.init(self.num_contexts, seed=seed, device=fed.device,
                               dtype=fed.dtype, same=False)
-        return State(0, seed, {"clusters": clusters},
-                     {"assignment": best_cluster(model, clusters, fed.train)})
+        return State(0, seed, {"clusters": clusters})
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        clusters = state.models["clusters"]
-        labels = best_cluster(model, clusters, fed.train)[chosen]
-        x, y = fed.train.gather(batches[:, chosen])
-        w = local_sgd(model, select(clusters, labels), x, y, self.lr)
+    def init_phase(self, state: State, fed, model) -> Phase:
+        return Phase("estimate", everyone(fed))
+
+    def init(self, fed, model, seed: int) -> State:
+        return initial_state(self, fed, model, seed)
+
+    def first_phase(self, state: State, fed, model) -> Phase:
+        def start(chosen):
+            return {"start": select(state.models["clusters"],
+                                    state.tensors["assignment"][chosen.to(fed.device)])}
+        phase = train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
+        return Phase(phase.name, phase.clients, phase.batches, start(phase.clients))
+
+    def client_update(self, phase, model, view):
+        """``estimate``: ``ĵ(i)`` on the client's training data (uploaded); ``train``: R SGD
+        steps from ``θ_{ĵ(i)}``, uploads the model."""
+        if phase.name == "estimate":
+            return {}, {"assignment": best_cluster(model, view.server["clusters"], view.train)}
+        x, y = view.batches["sgd"]
+        return {}, {"model": local_sgd(model, view.payload["start"], x, y, self.lr)}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        if phase.name == "estimate":
+            labels = state.tensors.get("assignment")
+            new = uploads["assignment"]
+            if labels is not None and phase.clients.numel() < fed.num_clients:
+                new = labels.index_copy(0, phase.clients.to(labels.device), new)
+            return with_server(state, tensors={"assignment": new}), None
+        chosen = phase.upload_clients().to(fed.device)
+        clusters, w = state.models["clusters"], uploads["model"]
+        labels = state.tensors["assignment"][chosen]
         counts = fed.train.counts[chosen]
         new = {k: v.clone() for k, v in clusters.items()}
         for j in range(self.num_contexts):
@@ -78,7 +112,7 @@ class IFCA:
                 mean = weighted_mean(select(w, members), counts[members])
                 for k in new:
                     new[k][j] = mean[k][0]
-        return state.next({"clusters": new}, {"assignment": best_cluster(model, new, fed.train)})
+        return with_server(state, {"clusters": new}), Phase("estimate", everyone(fed))
 
     def evaluated(self, state: State) -> dict:
         return {"cluster": select(state.models["clusters"], state.tensors["assignment"])}

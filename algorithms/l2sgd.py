@@ -14,6 +14,11 @@ with ``η = α/n`` the paper's step ``α`` per client (``lr`` here) — the unbi
 ``x_i`` to ``x̄``).  One engine round = ``R`` iterations on ``R`` mini-batches (drawn first
 from the round's stream, then the ``R`` coins).  ``λ = 0`` is pure local training.
 Evaluated: ``personalized`` ``x_i``, ``global`` ``x̄`` (plain mean).
+
+Client/server split: every averaging coin is one exchange — the clients upload ``x_i``, the
+server sets ``global`` = ``x̄`` and the clients apply the averaging step with it before their
+next local steps; the round ends with one more upload, so the state's ``global`` is ``x̄``
+of the final ``x_i``.
 """
 
 from __future__ import annotations
@@ -24,12 +29,19 @@ import torch
 
 from algorithms.base import (State, batch_size_hp, broadcast, hp, register,
                              validate_hyperparameters)
+from algorithms.contract import Algorithm, Phase, with_server
 from pfl_theory.validation import in_open_unit, nonnegative, positive, positive_int
 
 
 @register("l2sgd")
 @dataclass(frozen=True)
-class L2SGD:
+class L2SGD(Algorithm):
+    """L2SGD (Hanzely, Richtárik, arXiv 2002.05516), Algorithm 1 (L2GD, stochastic
+    gradients).  Paper symbols: α/n = ``lr`` (the paper's step α per client), λ = ``lam``,
+    p = ``avg_prob``, R = ``local_rounds`` iterations, |D| = ``batch_size``."""
+
+    client_models = ("personalized",)
+
     lr: float = hp(0.02, "step η = α/n of the local gradient step (scaled by 1/(1−p))",
                    check=positive)
     lam: float = hp(1.0, "penalty λ on the distance of local models to their mean",
@@ -47,24 +59,50 @@ class L2SGD:
 
     def init(self, fed, model, seed: int) -> State:
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
-        return State(0, seed, {"personalized": broadcast(w, fed.num_clients)})
+        return State(0, seed, {"personalized": broadcast(w, fed.num_clients), "global": w})
 
-    def round(self, state: State, fed, model) -> State:
+    def first_phase(self, state: State, fed, model) -> Phase:
+        """Draws the R mini-batches, then the R coins; segment 0 = the local steps before
+        the first averaging coin."""
         gen = state.generator()
         batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
         coins = (torch.rand(self.local_rounds, generator=gen, dtype=torch.float64)
                  < self.avg_prob).tolist()
-        x, y = fed.train.gather(batches)
-        p = state.models["personalized"]
-        theta, step = self.lr * self.lam / self.avg_prob, self.lr / (1 - self.avg_prob)
-        for r, average in enumerate(coins):
-            if average:
-                p = {k: v - theta * (v - v.mean(0, keepdim=True)) for k, v in p.items()}
-            else:
+        averages = [r for r, c in enumerate(coins) if c]
+        bounds = [0] + averages + [self.local_rounds]
+        segments = [(bool(k), bounds[k] + bool(k), bounds[k + 1]) for k in range(len(bounds) - 1)]
+        return self._segment(batches, segments, 0)
+
+    def _segment(self, batches, segments, k) -> Phase:
+        average_first, start, stop = segments[k]
+        return Phase(f"segment{k}", torch.arange(batches.shape[1]),
+                     {"sgd": batches[start:stop]} if stop > start else {},
+                     info={"average_first": average_first},
+                     plan=(batches, segments, k))
+
+    def client_update(self, phase, model, view):
+        """(Averaging step with the server's ``x̄``), then local steps; uploads ``x_i``."""
+        p = view.models["personalized"]
+        if phase.info["average_first"]:
+            theta, mean = self.lr * self.lam / self.avg_prob, view.server["global"]
+            p = {k: v - theta * (v - mean[k]) for k, v in p.items()}
+        if "sgd" in view.batches:
+            x, y = view.batches["sgd"]
+            step = self.lr / (1 - self.avg_prob)
+            for r in range(x.shape[0]):
                 g, _ = model.grad(p, x[r], y[r])
                 p = {k: p[k] - step * g[k] for k in p}
-        return state.next({"personalized": p}, {"averaging_steps": torch.tensor(sum(coins))})
+        return {"personalized": p}, {"personalized": p}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        """``x̄`` of the uploads; the next segment, if any."""
+        batches, segments, k = phase.plan
+        mean = {k_: v.mean(0, keepdim=True) for k_, v in uploads["personalized"].items()}
+        state = with_server(state, {"global": mean},
+                            {"averaging_steps": torch.tensor(len(segments) - 1)})
+        if k + 1 == len(segments):
+            return state, None
+        return state, self._segment(batches, segments, k + 1)
 
     def evaluated(self, state: State) -> dict:
-        p = state.models["personalized"]
-        return {"personalized": p, "global": {k: v.mean(0, keepdim=True) for k, v in p.items()}}
+        return {"personalized": state.models["personalized"], "global": state.models["global"]}

@@ -36,12 +36,23 @@ import torch
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
                              clients_per_round_hp, hp, register, sample_clients,
                              validate_hyperparameters, weighted_mean)
+from algorithms.contract import Algorithm, Phase, everyone, with_server
 from pfl_theory.validation import nonnegative, positive, positive_int
 
 
 @register("perfedavg")
 @dataclass(frozen=True)
-class PerFedAvg:
+class PerFedAvg(Algorithm):
+    """Per-FedAvg (Fallah, Mokhtari, Ozdaglar, NeurIPS 2020), Algorithm 1.  Paper symbols:
+    β = ``lr`` (the outer/meta step; note: ``lr`` is β here), α = ``inner_lr``, δ =
+    ``hf_delta``, τ = R = ``local_rounds``, |D| = |D'| = |D''| = ``batch_size``, S =
+    ``clients_per_round``.  Client/server split: after the server's average, a second
+    exchange (``adapt``) has every client adapt the new global model (its personalized
+    model); for ``adapt_on="test"`` the server draws the uniform numbers of the test
+    mini-batch positions and each client maps them to its own test split."""
+
+    client_models = ("personalized",)
+
     lr: float = hp(0.02, "outer (meta) learning rate β", check=positive)
     inner_lr: float = hp(0.02, "inner / adaptation learning rate α", check=nonnegative)
     variant: str = hp("hf", "'fo' (first-order) or 'hf' (Hessian-free)")
@@ -78,43 +89,67 @@ class PerFedAvg:
             g = {k: g[k] - self.inner_lr * (gp[k] - gm[k]) / (2 * dlt) for k in g}
         return {k: w[k] - self.lr * g[k] for k in w}
 
-    def adapt(self, model, w_global, fed, gen):
-        """One adaptation step ``w − α∇f̃_i(w; D_i)`` for every client (evaluation); with
-        ``adapt_on="test"`` an α-step and a β-step on two test mini-batches (public code)."""
-        w = broadcast(w_global, fed.num_clients)
-        if self.adapt_on == "test":
-            for step_lr in (self.inner_lr, self.lr):
-                x, y = fed.test.gather(_test_batch(fed, self.batch_size, gen))
-                g, _ = model.grad(w, x, y)
-                w = {k: w[k] - step_lr * g[k] for k in w}
-            return w
-        x, y = fed.train.gather(fed.sample_batches(1, self.batch_size, gen)[0])
+    def adapt(self, model, w_global, x, y):
+        """One adaptation step ``w − α∇f̃_i(w; D_i)`` for the clients of ``x[P, B, ...]``."""
+        w = broadcast(w_global, x.shape[0])
         g, _ = model.grad(w, x, y)
         return {k: w[k] - self.inner_lr * g[k] for k in w}
 
-    def round(self, state: State, fed, model) -> State:
+    def adapt_on_test(self, model, w_global, test, u):
+        """``adapt_on="test"`` (public code): an α-step and a β-step on the two test
+        mini-batches that ``u [P, 2, B]`` (uniform numbers) picks from the clients' ``test``."""
+        w = broadcast(w_global, u.shape[0])
+        for j, step_lr in enumerate((self.inner_lr, self.lr)):
+            x, y = test.gather(_test_positions(test, u[:, j]))
+            g, _ = model.grad(w, x, y)
+            w = {k: w[k] - step_lr * g[k] for k in w}
+        return w
+
+    def first_phase(self, state: State, fed, model) -> Phase:
         gen = state.generator()
         outer = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)
         inner = fed.sample_batches(self.local_rounds, self.batch_size, gen)
         hess = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        x2, y2 = fed.train.gather(outer[:, chosen])
-        x1, y1 = fed.train.gather(inner[:, chosen])
-        x3, y3 = fed.train.gather(hess[:, chosen])
-        w = broadcast(state.models["global"], chosen.numel())
+        return Phase("train", chosen, {"outer": outer, "inner": inner, "hess": hess})
+
+    def client_update(self, phase, model, view):
+        """``train``: R meta steps from ``w^t``, uploads ``w_i``; ``adapt``: the adaptation
+        of the new global model, kept as the client's personalized model."""
+        if phase.name == "adapt":
+            w = view.server["global"]
+            if self.adapt_on == "test":
+                return {"personalized": self.adapt_on_test(model, w, view.test,
+                                                           view.payload["u"])}, {}
+            x, y = view.batches["adapt"]
+            return {"personalized": self.adapt(model, w, x[0], y[0])}, {}
+        (x2, y2), (x1, y1), (x3, y3) = (view.batches[k] for k in ("outer", "inner", "hess"))
+        w = broadcast(view.server["global"], x1.shape[1])
         for r in range(self.local_rounds):
             w = self.meta_step(model, w, (x1[r], y1[r]), (x2[r], y2[r]), (x3[r], y3[r]))
-        new_global = weighted_mean(w, fed.train.counts[chosen])
-        personal = self.adapt(model, new_global, fed, state.generator(1))
-        return state.next({"global": new_global, "personalized": personal})
+        return {}, {"global": w}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        if phase.name == "adapt":
+            return state, None
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        state = with_server(state, {"global": weighted_mean(uploads["global"], counts)})
+        gen = state.generator(1)
+        if self.adapt_on == "test":      # the two test mini-batches' uniform numbers
+            u = [torch.rand((fed.num_clients, self.batch_size), generator=gen,
+                            dtype=torch.float64) for _ in range(2)]
+            return state, Phase("adapt", everyone(fed), payload={"u": torch.stack(u, 1)},
+                                uploaders=everyone(fed)[:0])
+        batches = fed.sample_batches(1, self.batch_size, gen)
+        return state, Phase("adapt", everyone(fed), {"adapt": batches}, uploaders=everyone(fed)[:0])
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"], "global": state.models["global"]}
 
 
-def _test_batch(fed, batch_size: int, gen):
-    """Test-split indices ``[N, batch_size]``, uniform with replacement per client."""
-    counts = fed.test.counts.cpu()
-    u = torch.rand((fed.num_clients, batch_size), generator=gen, dtype=torch.float64)
-    local = torch.minimum((u * counts.double()[:, None]).long(), (counts - 1)[:, None])
-    return (fed.test.offsets.cpu()[:, None] + local).to(fed.device)
+def _test_positions(test, u):
+    """Test-split indices ``[P, B]`` of the clients of ``test`` from uniform numbers
+    ``u [P, B]`` (uniform with replacement per client)."""
+    counts = test.counts.cpu()
+    local = torch.minimum((u.cpu() * counts.double()[:, None]).long(), (counts - 1)[:, None])
+    return (test.offsets.cpu()[:, None] + local).to(test.x.device)

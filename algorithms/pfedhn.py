@@ -22,6 +22,9 @@ Round t, sampled clients C^t (|C^t| = ``clients_per_round``):
 
 Evaluated: ``personalized`` = h(v_i; φ) for every client (the model it would receive).
 
+Client/server split: the hypernetwork φ and the embeddings v_i live on the server; it sends
+each sampled client w_i^{t,0} = h(v_i; φ^t) and receives Δ_i.
+
 Readings and departures:
 
 * Sign: eqs. 24–25 print Δw = w^K − w^0 and use the product as a descent direction; read
@@ -42,7 +45,8 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (Params, State, batch_size_hp, check_clients_per_round, hp, register,
-                             sample_clients, validate_hyperparameters)
+                             validate_hyperparameters)
+from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.plgu_lf import check_sam_options
 from algorithms.sam import perturbation
 from algorithms.steps import local_sgd
@@ -99,7 +103,13 @@ def hn_vjp(hn: Params, v: torch.Tensor, delta: Params) -> tuple[Params, torch.Te
 
 @register("pfedhn")
 @dataclass(frozen=True)
-class PFedHN:
+class PFedHN(Algorithm):
+    """pFedHN (Shamsian, Navon, Fetaya, Chechik, ICML 2021).  Paper symbols: η = ``lr``
+    (client SGD), K = ``local_rounds``, α = ``hn_lr`` (hypernetwork and embedding step), v_i ∈
+    R^e with e = ``embed_dim``, C = S = ``clients_per_round``."""
+
+    server_rows = {"embeddings": 0}
+
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)",
                            check=positive_int)
@@ -130,19 +140,29 @@ class PFedHN:
         g_hn, g_v = hn_vjp(hn, v, delta)
         return {k: g / v.shape[0] for k, g in g_hn.items()}, g_v
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
+    def first_phase(self, state: State, fed, model) -> Phase:
+        phase = train_phase(state, fed, self.local_rounds, self.batch_size,
+                            self.clients_per_round)
+        v = state.models["embeddings"]["v"][phase.clients.to(fed.device)]
+        return Phase(phase.name, phase.clients, phase.batches,
+                     {"w0": hn_forward(state.models["hypernetwork"], v)})
+
+    def client_update(self, phase, model, view):
+        """K SGD steps from the generated ``w_i^{t,0}``; uploads Δ_i = initial − final."""
+        x, y = view.batches["sgd"]
+        w0 = view.payload["w0"]
+        wk = local_sgd(model, w0, x, y, self.lr)
+        return {}, {"delta": {k: w0[k] - wk[k] for k in w0}}       # initial − final (pFedHN code)
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        """Step 2 (pFedHN) / eqs. 24–25 (PLGU-GHN) on the clients' Δ_i."""
+        chosen = phase.upload_clients().to(fed.device)
         hn, emb = state.models["hypernetwork"], state.models["embeddings"]["v"]
         v = emb[chosen]
-        w0 = hn_forward(hn, v)
-        wk = local_sgd(model, w0, x, y, self.lr)
-        delta = {k: w0[k] - wk[k] for k in w0}                 # initial − final (pFedHN code)
-        g_hn, g_v = self.hn_gradient(hn, v, delta)
-        return state.next({"hypernetwork": {k: hn[k] - self.hn_lr * g_hn[k] for k in hn},
-                           "embeddings": {"v": emb.index_copy(0, chosen, v - self.hn_lr * g_v)}})
+        g_hn, g_v = self.hn_gradient(hn, v, uploads["delta"])
+        return with_server(state, {
+            "hypernetwork": {k: hn[k] - self.hn_lr * g_hn[k] for k in hn},
+            "embeddings": {"v": emb.index_copy(0, chosen, v - self.hn_lr * g_v)}}), None
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": hn_forward(state.models["hypernetwork"],
@@ -152,6 +172,9 @@ class PFedHN:
 @register("plgu-ghn")
 @dataclass(frozen=True)
 class PLGUGHN(PFedHN):
+    """PLGU-GHN (Qu et al., CVPR 2023, appendix C, eqs. 22–26, Algorithm 4): pFedHN's
+    symbols plus ρ = ``rho``, p = ``p_norm`` and the eq. 5 ``exponent`` reading (Λ = I)."""
+
     rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
     p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")
     exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)")

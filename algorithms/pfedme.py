@@ -34,13 +34,22 @@ import torch
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp, one_of,
                              register, sample_clients, sq_distance, validate_hyperparameters,
                              weighted_mean)
+from algorithms.contract import Algorithm, Phase, everyone, with_server
 from algorithms.steps import prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
 
 
 @register("pfedme")
 @dataclass(frozen=True)
-class PFedMe:
+class PFedMe(Algorithm):
+    """pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020), Algorithm 1.  Paper symbols: λ = ``lam``,
+    η = ``lr`` (the outer/local-model step), η_p = ``personal_lr`` (the personal
+    learning rate of the K inner steps), K = ``inner_steps``, R = ``local_rounds``, |D| =
+    ``batch_size``, β = ``beta`` (server mixing), S = ``clients_per_round``; μ = ``code_l2``
+    is the public code's extra ℓ2 term (not in the paper)."""
+
+    client_models = ("personalized", "local")
+
     lam: float = hp(20.0, "regularisation λ pulling personalized models to the local model",
                     check=positive)
     lr: float = hp(0.005, "learning rate η of the local (outer) update", check=positive)
@@ -78,19 +87,32 @@ class PFedMe:
             w_loc = {k: w_loc[k] - self.lr * self.lam * (w_loc[k] - theta[k]) for k in w_loc}
         return theta, w_loc
 
-    def aggregate(self, w_global, w_loc, chosen, counts):
-        weights = counts[chosen] if self.aggregation == "weighted" else torch.ones_like(counts[chosen])
-        mean = weighted_mean({k: v[chosen] for k, v in w_loc.items()}, weights)
+    def aggregate(self, w_global, w_loc, rows, counts):
+        """``(1 − β) w^t + β·mean`` of the rows ``rows`` of ``w_loc`` (``counts``: their
+        sample counts)."""
+        weights = counts if self.aggregation == "weighted" else torch.ones_like(counts)
+        mean = weighted_mean({k: v[rows] for k, v in w_loc.items()}, weights)
         return {k: (1 - self.beta) * w_global[k] + self.beta * mean[k] for k in w_global}
 
-    def round(self, state: State, fed, model) -> State:
+    def first_phase(self, state: State, fed, model) -> Phase:
+        """Every client trains; the ``S`` sampled ones upload."""
         gen = state.generator()
         batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches)
-        theta, w_loc = self.local_update(model, state.models["global"], x, y)
-        w_new = self.aggregate(state.models["global"], w_loc, chosen, fed.train.counts)
-        return state.next({"global": w_new, "personalized": theta, "local": w_loc})
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)
+        return Phase("train", everyone(fed), {"sgd": batches}, uploaders=chosen)
+
+    def client_update(self, phase, model, view):
+        x, y = view.batches["sgd"]
+        theta, w_loc = self.local_update(model, view.server["global"], x, y)
+        return {"personalized": theta, "local": w_loc}, {"local": w_loc}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        """Step 3 on the uploaded ``w_{i,R}`` of the sampled clients."""
+        chosen = phase.upload_clients().to(fed.device)
+        rows = torch.arange(chosen.numel(), device=fed.device)
+        w_new = self.aggregate(state.models["global"], uploads["local"], rows,
+                               fed.train.counts[chosen])
+        return with_server(state, {"global": w_new}), None
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"], "global": state.models["global"],

@@ -39,8 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp,
-                             register, sample_clients, sq_distance, validate_hyperparameters)
-from algorithms.decoupled import aggregate, check_aggregation, merge, partial_sgd, scatter_rows, \
+                             register, sq_distance, validate_hyperparameters)
+from algorithms.contract import Algorithm, Phase, train_phase, with_server
+from algorithms.decoupled import aggregate, check_aggregation, merge, partial_sgd, \
     split_keys, subset
 from algorithms.plgu_lf import check_sam_options
 from algorithms.plgu_scores import ZERO_POLICIES, personalization_scores
@@ -52,7 +53,13 @@ EQ13 = ("corrected", "printed")
 
 @register("plgu-grep")
 @dataclass(frozen=True)
-class PLGUGRep:
+class PLGUGRep(Algorithm):
+    """PLGU-GRep (Qu et al., CVPR 2023), Algorithm 3, eqs. 8–13.  Paper symbols: η = ``lr``,
+    K = ``head_steps`` (eq. 9), C = S = ``clients_per_round``, ρ = ``rho``, p = ``p_norm``,
+    Λ_i = diag ξ_i (eq. 10); ``eq13`` and ``exponent`` choose the readings of eqs. 12–13."""
+
+    client_models = ("personal", "local_body")
+
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update",
                          check=positive_int)
@@ -104,25 +111,29 @@ class PLGUGRep:
         step = res.sam_grad if self.eq13 == "corrected" else g                 # eq. 13
         return {k: phi[k] - self.lr * step[k] for k in body_keys}
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()  # same draws, same order as FedRep with local_rounds = 1
-        batches = fed.sample_batches(self.head_steps + 1, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        shared, personal = state.models["shared"], state.models["personal"]
+    def first_phase(self, state: State, fed, model) -> Phase:
+        # same draws, same order as FedRep with local_rounds = 1
+        return train_phase(state, fed, self.head_steps + 1, self.batch_size,
+                           self.clients_per_round)
+
+    def client_update(self, phase, model, view):
+        """eqs. 9–13 for the client; keeps its head and φ̃_i, uploads φ̃_i."""
+        x, y = view.batches["sgd"]
+        shared, personal = view.server["shared"], view.models["personal"]
         body, head = list(shared), list(personal)
-        params = merge(shared, {k: v[chosen] for k, v in personal.items()}, n=chosen.numel())
+        params = merge(shared, personal, n=x.shape[1])
         params = partial_sgd(model, params, head, x[:self.head_steps], y[:self.head_steps],
                              self.lr)                                          # eq. 9
-        mine = {k: v[chosen] for k, v in state.models["local_body"].items()}
-        xi = personalization_scores(mine, {k: v[0] for k, v in shared.items()},
+        xi = personalization_scores(view.models["local_body"], {k: v[0] for k, v in shared.items()},
                                     self.body_layers(model), on_zero=self.zero_scores)  # eq. 10
         phi = self.representation_update(model, params, body, head, xi,
                                          x[self.head_steps], y[self.head_steps])
-        return state.next({
-            "shared": aggregate(phi, fed.train.counts[chosen], self.aggregation),
-            "personal": scatter_rows(personal, chosen, subset(params, head)),
-            "local_body": scatter_rows(state.models["local_body"], chosen, phi)})
+        return {"personal": subset(params, head), "local_body": phi}, {"shared": phi}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"shared": aggregate(uploads["shared"], counts,
+                                                       self.aggregation)}), None
 
     def evaluated(self, state: State) -> dict:
         personal, shared = state.models["personal"], state.models["shared"]

@@ -55,8 +55,8 @@ from typing import Sequence
 import torch
 
 from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round, hp,
-                             register, sample_clients, sq_distance, validate_hyperparameters,
-                             weighted_mean)
+                             register, sq_distance, validate_hyperparameters, weighted_mean)
+from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.plgu_scores import personalization_scores, top_layers
 from algorithms.sam import EXPONENTS, dual_exponent, sam_gradient
 from pfl_theory.validation import nonnegative, positive, positive_int
@@ -101,7 +101,11 @@ def plgu_local(model, theta: Params, w: Params, x: torch.Tensor, y: torch.Tensor
 
 
 @dataclass(frozen=True)
-class _SAMFields:
+class _SAMFields(Algorithm):
+    """Shared fields: η = ``lr``, K = ``local_rounds``, |D| = ``batch_size``, C = S =
+    ``clients_per_round``, ρ = ``rho``, p = ``p_norm`` (ℓ_p ball), ``exponent`` = eq. 5's
+    denominator exponent reading."""
+
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     local_rounds: int = hp(20, "local steps K per round (one mini-batch each)", check=positive_int)
     batch_size: int = batch_size_hp()
@@ -117,23 +121,31 @@ class _SAMFields:
     def _check_clients(self, fed) -> None:
         check_clients_per_round(self.clients_per_round, fed)
 
+    def first_phase(self, state: State, fed, model) -> Phase:
+        return train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
+
 
 @register("fedsam")
 @dataclass(frozen=True)
 class FedSAM(_SAMFields):
+    """FedSAM (Qu et al., ICML 2022; Caldarola, Caputo, Ciccone, ECCV 2022): FedAvg with SAM
+    local steps (Foret et al., ICLR 2021); symbols as :class:`_SAMFields`."""
+
     def init(self, fed, model, seed: int) -> State:
         self._check_clients(fed)
         return State(0, seed, {"global": model.init(1, seed=seed, device=fed.device,
                                                    dtype=fed.dtype)})
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()  # same draws, same order as FedAvg
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        w = sam_local_steps(model, broadcast(state.models["global"], chosen.numel()), x, y,
+    def client_update(self, phase, model, view):
+        """K SAM steps from ``w^t``; uploads the local model."""
+        x, y = view.batches["sgd"]
+        w = sam_local_steps(model, broadcast(view.server["global"], x.shape[1]), x, y,
                             lr=self.lr, rho=self.rho, p=self.p_norm, exponent=self.exponent)
-        return state.next({"global": weighted_mean(w, fed.train.counts[chosen])})
+        return {}, {"global": w}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"global": weighted_mean(uploads["global"], counts)}), None
 
     def evaluated(self, state: State) -> dict:
         return {"global": state.models["global"]}
@@ -142,6 +154,11 @@ class FedSAM(_SAMFields):
 @register("plgu-lf")
 @dataclass(frozen=True)
 class PLGULF(_SAMFields):
+    """PLGU-LF (Qu et al., CVPR 2023), Algorithm 2: symbols as :class:`_SAMFields`, D =
+    ``personalized_layers``, Λ_i = ``layer_scaling`` (diag ξ_i of eq. 6 or I)."""
+
+    client_models = ("personalized",)
+
     personalized_layers: int = hp(1, "D: layers of largest score ξ kept personal (not perturbed)")
     layer_scaling: str = hp("scores", "Λ on universal layers: 'scores' (diag ξ, eq. 5) or 'identity'")
 
@@ -169,15 +186,12 @@ class PLGULF(_SAMFields):
         base = xi if self.layer_scaling == "scores" else torch.ones_like(xi)
         return torch.where(per_mask, torch.zeros_like(base), base)
 
-    def round(self, state: State, fed, model) -> State:
-        gen = state.generator()
-        batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        w, theta_all = state.models["global"], state.models["personalized"]
-        theta = {k: v[chosen] for k, v in theta_all.items()}
+    def client_update(self, phase, model, view):
+        """Steps 1–4 for the client's θ̃_i and global copy; uploads ``w̃_i^{t,K}``."""
+        x, y = view.batches["sgd"]
+        w, theta = view.server["global"], dict(view.models["personalized"])
         xi, per = self.layer_plan(model, theta, w)
-        c = chosen.numel()
+        c = x.shape[1]
         for l, group in enumerate(model.layers):  # step 3: receive universal layers
             keep = per[:, l]
             for k in group:
@@ -186,9 +200,13 @@ class PLGULF(_SAMFields):
         theta, w_loc = plgu_local(model, theta, broadcast(w, c), x, y, lr=self.lr,
                                   rho=self.rho, xi=self.lambda_diag(xi, per),
                                   layers=model.layers, p=self.p_norm, exponent=self.exponent)
-        new_w = {k: w[k] + (w_loc[k] - w[k]).mean(0, keepdim=True) for k in w}
-        new_theta = {k: v.index_copy(0, chosen, theta[k]) for k, v in theta_all.items()}
-        return state.next({"global": new_w, "personalized": new_theta})
+        return {"personalized": theta}, {"global": w_loc}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        """Step 5: ``w̃^{t+1} = w̃^t + (1/C) Σ_i (w̃_i^{t,K} − w̃^t)``."""
+        w, w_loc = state.models["global"], uploads["global"]
+        return with_server(state, {"global": {k: w[k] + (w_loc[k] - w[k]).mean(0, keepdim=True)
+                                              for k in w}}), None
 
     def evaluated(self, state: State) -> dict:
         return {"personalized": state.models["personalized"], "global": state.models["global"]}

@@ -35,6 +35,12 @@ evaluate it; :meth:`PPFE.diagnostics` reports it as ``ensemble_accuracy`` (+ ``_
 ``_low5``, ``_top5``) and ``ensemble_loss`` on the test split, with the communication count
 (2·participants·shared parameters per round: download + upload) in total and per stage.
 Ablations: ``fixed_head`` = 1/2/3 (M1–M3), ``reduction="none"`` (w/o MR), ``reweighting=False``.
+
+Client/server split: heads and finished stage models live on the clients; the server holds
+the body, π (it draws the π-weighted mini-batches) and α.  A stage transition is one
+exchange (``prepare``, every client): the client receives its π_i, computes ε_i, α_i and
+π_i' on its data, keeps its stage model and projected heads, and uploads α_i and π_i'.
+``finished_stages`` (a tensor) counts the finished stages on the server.
 """
 
 from __future__ import annotations
@@ -45,10 +51,12 @@ import torch
 
 from algorithms.base import (State, broadcast, check_clients_per_round, hp, register,
                              sample_clients, validate_hyperparameters)
+from algorithms.contract import Algorithm, Phase, everyone, run_phases, with_server
 from algorithms.decoupled import (aggregate, check_aggregation, fedrep_update, merge,
-                                  scatter_rows, split_keys, subset)
+                                  split_keys, subset)
 from algorithms.ppfe_ensemble import (ENSEMBLES, ensemble_accuracy, next_weights,
-                                      stage_statistics, uniform_flat, weighted_batches)
+                                      stage_statistics, to_flat, to_padded, uniform_flat,
+                                      weighted_batches)
 from algorithms.ppfe_reduction import (REDUCTIONS, Reduction, parse_floats, personal_layer_count,
                                        stage_rounds)
 from pfl_theory.validation import in_range, nonnegative, positive, positive_int
@@ -67,7 +75,18 @@ def joint_sgd(model, params, head_keys, x, y, *, lr: float, body_lr: float, proj
 
 @register("ppfe")
 @dataclass(frozen=True)
-class PPFE:
+class PPFE(Algorithm):
+    """PPFE (Emrani, Najafi, Motahari, arXiv 2602.14244), Algorithm 1 as reconstructed in
+    docs/formulas.md §C.3–C.4.  Symbols: η = ``lr``, T = ``stages``, R_t from
+    ``total_rounds`` × ``stage_fractions``, γ = ``shrink``, β = ``inverse_temperature``
+    (eq. 7), π = the per-sample weights, α^{(t)}_i = the stage coefficients, S =
+    ``clients_per_round``, |D| = ``batch_size``."""
+
+    server_rows = {"alphas": 1}
+
+    def is_client_model(self, name: str) -> bool:
+        return name == "heads" or name.startswith("stage")
+
     lr: float = hp(0.02, "local SGD learning rate η (heads; the body uses lr·body_lr_decay^t)")
     local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)")
     head_steps: int = hp(10, "local SGD steps on the head before the body steps (local_update='fedrep')")
@@ -172,16 +191,23 @@ class PPFE:
                                "heads": broadcast(subset(w, head), fed.num_clients)},
                      {"weights": uniform_flat(fed.train, dtype=fed.dtype),
                       "alphas": torch.zeros(self.num_stages(model), fed.num_clients,
-                                            dtype=fed.dtype, device=fed.device)})
+                                            dtype=fed.dtype, device=fed.device),
+                      "finished_stages": torch.tensor(0)})
 
     @staticmethod
     def stored_stage(state: State) -> int:
         return sum(1 for k in state.models if k.startswith("stage"))
 
     @staticmethod
+    def finished_stages(state: State) -> int:
+        """Finished stages (the server's counter)."""
+        return int(state.tensors["finished_stages"])
+
+    @staticmethod
     def stage_model(state: State) -> dict:
         """The running stage's per-client networks ``[N, ...]``."""
-        n = state.tensors["alphas"].shape[1]
+        heads = state.models["heads"]
+        n = next(iter(heads.values())).shape[0] if heads else state.tensors["alphas"].shape[1]
         return {k: v.contiguous() for k, v in
                 merge(state.models["body"], state.models["heads"], n=n).items()}
 
@@ -192,27 +218,19 @@ class PPFE:
 
     def advance(self, state: State, fed, model) -> State:
         """Finish the stored stage s (α^{(s)}, π^{(s+1)}) and set up stage s + 1."""
-        s = self.stored_stage(state)
-        prev = self.stage_model(state)
-        stats = self._statistics(state, fed, model, prev)
-        alphas = state.tensors["alphas"].clone()
-        alphas[s] = stats["alpha"].to(alphas.dtype)
-        weights = state.tensors["weights"]
-        if self.reweighting:     # eq. (7) in float64, stored in the federation's dtype
-            beta = self.inverse_temperature if self.beta_rule == "constant" else stats["alpha"]
-            weights = next_weights(fed.train, weights, stats["score"], beta).to(weights.dtype)
-        body_keys, head_keys = self.keys_at(s + 1, model)
-        body = {k: state.models["body"][k] for k in body_keys}
-        heads = {k: prev[k].clone() for k in head_keys}
-        heads = self.reduction_at(s + 1, model, prev).project(heads)
-        models = {k: v for k, v in state.models.items() if k.startswith("stage")}
-        models.update({f"stage{s}": prev, "body": body, "heads": heads})
-        return State(state.round, state.seed, models, {"weights": weights, "alphas": alphas})
+        return run_phases(self, state, fed, model, self.prepare_phase(state, fed, only=True))
 
-    def round(self, state: State, fed, model) -> State:
+    def prepare_phase(self, state: State, fed, *, only: bool = False) -> Phase:
+        s = self.finished_stages(state)
+        padded, _ = to_padded(state.tensors["weights"], fed.train)
+        n_max = int(fed.train.counts.max())
+        return Phase("prepare", everyone(fed), payload={"weights": padded},
+                     info={"stage": s, "n_max": n_max}, plan=only)
+
+    def first_phase(self, state: State, fed, model) -> Phase:
         stage = self.stage_at(state.round, model)
-        while self.stored_stage(state) < stage:
-            state = self.advance(state, fed, model)
+        if self.finished_stages(state) < stage:
+            return self.prepare_phase(state, fed)
         body_keys, head_keys = self.keys_at(stage, model)
         fedrep = self.local_update == "fedrep" and bool(head_keys)
         steps = (self.head_steps if fedrep else 0) + self.local_rounds
@@ -222,12 +240,20 @@ class PPFE:
         else:
             batches = weighted_batches(fed.train, state.tensors["weights"], steps,
                                        self.batch_size, gen)
-        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen).to(fed.device)
+        chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)
         if self.full_last_round and self.is_last_round(state.round, model):
-            chosen = torch.arange(fed.num_clients, device=fed.device)
-        x, y = fed.train.gather(batches[:, chosen])
-        body, heads = state.models["body"], state.models["heads"]
-        params = merge(body, {k: v[chosen] for k, v in heads.items()}, n=chosen.numel())
+            chosen = everyone(fed)
+        return Phase("train", chosen, {"sgd": batches}, info={"stage": stage})
+
+    def client_update(self, phase, model, view):
+        if phase.name == "prepare":
+            return self._prepare_client(phase, model, view)
+        stage = phase.info["stage"]
+        body_keys, head_keys = self.keys_at(stage, model)
+        fedrep = self.local_update == "fedrep" and bool(head_keys)
+        x, y = view.batches["sgd"]
+        body, heads = view.server["body"], view.models["heads"]
+        params = merge(body, heads, n=x.shape[1])
         project = self.reduction_at(stage, model, params).projector()
         body_lr = self.lr * self.body_lr_decay ** stage
         if fedrep:
@@ -237,11 +263,44 @@ class PPFE:
         else:
             params = joint_sgd(model, params, head_keys, x, y, lr=self.lr, body_lr=body_lr,
                                project=project)
-        new_body = aggregate(subset(params, body), fed.train.counts[chosen], self.aggregation)
-        new_heads = scatter_rows(heads, chosen, subset(params, heads)) if heads else {}
-        models = {k: v for k, v in state.models.items() if k.startswith("stage")}
-        models.update({"body": new_body, "heads": new_heads})
-        return state.next(models)
+        return {"heads": subset(params, heads) if heads else {}}, {"body": subset(params, body)}
+
+    def _prepare_client(self, phase, model, view):
+        """Between stages s and s + 1 on the client's data: α_i, π_i', the kept stage
+        model and the projected heads of stage s + 1."""
+        s, train = phase.info["stage"], view.train
+        prev = {k: v.contiguous() for k, v in
+                merge(view.server["body"], view.models["heads"], n=view.clients.numel()).items()}
+        padded = view.payload["weights"]
+        weights = to_flat(padded[:, :int(train.counts.max())], train)
+        stats = stage_statistics(model, prev, train, weights, num_classes=view.num_classes,
+                                 rule=self.coefficients, score=self.score)
+        if self.reweighting:     # eq. (7) in float64, stored in the federation's dtype
+            beta = self.inverse_temperature if self.beta_rule == "constant" else stats["alpha"]
+            weights = next_weights(train, weights, stats["score"], beta).to(weights.dtype)
+        new, _ = to_padded(weights, train)
+        new = torch.nn.functional.pad(new, (0, int(phase.info["n_max"]) - new.shape[1]))
+        head_keys = self.keys_at(s + 1, model)[1]
+        heads = self.reduction_at(s + 1, model, prev).project({k: prev[k].clone()
+                                                               for k in head_keys})
+        return {f"stage{s}": prev, "heads": heads}, {"alpha": stats["alpha"], "weights": new}
+
+    def server_aggregate(self, phase, state, uploads, fed, model):
+        if phase.name == "prepare":
+            s = phase.info["stage"]
+            clients = phase.upload_clients().to(fed.device)
+            alphas = state.tensors["alphas"].clone()
+            alphas[s, clients] = uploads["alpha"].to(alphas.dtype)
+            padded, _ = to_padded(state.tensors["weights"], fed.train)
+            padded = padded.index_copy(0, clients, uploads["weights"].to(padded.dtype))
+            body_keys = self.keys_at(s + 1, model)[0]
+            state = with_server(state, {"body": {k: state.models["body"][k] for k in body_keys}},
+                                {"weights": to_flat(padded, fed.train), "alphas": alphas,
+                                 "finished_stages": torch.tensor(s + 1)})
+            return state, None if phase.plan else self.first_phase(state, fed, model)
+        counts = fed.train.counts[phase.upload_clients().to(fed.device)]
+        return with_server(state, {"body": aggregate(uploads["body"], counts,
+                                                     self.aggregation)}), None
 
     def evaluated(self, state: State) -> dict:
         return {"stage": self.stage_model(state)}

@@ -1,25 +1,53 @@
-"""Plain per-client Python loops for FedAvg and pFedMe — the way peer libraries are written.
+"""Per-client execution of the algorithm contract, and plain per-client loops for FedAvg and
+pFedMe — the way peer libraries are written.
 
-This module is the *oracle* for equivalence tests (same seed ⇒ same mini-batch indices and
-client samples as the batched engine ⇒ the same numbers) and the *baseline* of the speed
-benchmark (``benchmarks/bench_engine.py``).  It deliberately loops over clients one at a
-time, each client holding its own ``[1, ...]`` parameters, with gradients by autograd
-(``model.autograd_grad`` at ``N = 1``, as peer libraries call ``loss.backward()``), and
-reuses only the model's forward and the algorithm's hyper-parameters — none of the batched
-update code, and not the hand-written batched gradients.
+* :func:`client_by_client_round` runs round ``t`` of ANY registered algorithm one client at a
+  time: the same ``first_phase`` / ``client_update`` / ``server_aggregate`` functions the
+  batched engine (:func:`algorithms.contract.engine_round`) and the Flower adapter run, each
+  client seeing only its own rows and its own data (:func:`~algorithms.contract.client_federation`),
+  uploads stacked in ascending client order.  It equals the engine up to the rounding of
+  batched (N rows) vs single-row kernels, which is what the Flower adapter relies on.
+* :func:`fedavg_round` / :func:`pfedme_round` are the *oracle* for equivalence tests (same
+  seed ⇒ same mini-batch indices and client samples as the batched engine ⇒ the same
+  numbers) and the *baseline* of the speed benchmark (``benchmarks/bench_engine.py``).  They
+  deliberately loop over clients one at a time, each client holding its own ``[1, ...]``
+  parameters, with gradients by autograd (``model.autograd_grad`` at ``N = 1``, as peer
+  libraries call ``loss.backward()``), and reuse only the model's forward and the
+  algorithm's hyper-parameters — none of the contract's update code, and not the
+  hand-written batched gradients.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from algorithms.base import State, sample_clients
+from algorithms.contract import (client_federation, engine_view, scatter_client_state,
+                                 stack_trees)
 from algorithms.fedavg import FedAvg
 from algorithms.pfedme import PFedMe
 
 
-def _client(params, i):
-    return {k: v[i:i + 1].clone() for k, v in params.items()}
+def client_by_client_round(alg, state: State, fed, model) -> State:
+    """Round ``t`` of ``alg`` with every client's update run on its own (N = 1)."""
+    phase = alg.first_phase(state, fed, model)
+    while phase is not None:
+        kept, uploads = [], []
+        uploaders = set(phase.upload_clients().tolist())
+        for i in phase.clients.tolist():
+            mine = phase.only([i])
+            own = client_federation(fed, i)
+            view = dataclasses.replace(engine_view(alg, state, fed, mine), train=own.train,
+                                       test=own.test)
+            rows, upload = alg.client_update(mine, model, view)
+            kept.append(rows)
+            if i in uploaders:
+                uploads.append(upload)
+        state = scatter_client_state(alg, state, phase.clients, stack_trees(kept))
+        state, phase = alg.server_aggregate(phase, state, stack_trees(uploads), fed, model)
+    return state.replace(round=state.round + 1)
 
 
 def fedavg_round(alg: FedAvg, state: State, fed, model) -> State:

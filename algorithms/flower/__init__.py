@@ -1,16 +1,14 @@
-"""Registered algorithms on Flower (``flwr``, optional extra ``flower``): a ServerApp
-strategy + ClientApp running the batched engine's own client-update and server-aggregate
-code (N = 1 on each client), so a Flower run equals the in-process engine run.
+"""Every registered algorithm on Flower (``flwr``, optional extra ``flower``): a ServerApp
+strategy + ClientApp running the algorithm's own contract functions
+(:mod:`algorithms.contract`: ``first_phase`` and ``server_aggregate`` on the server,
+``client_update`` with N = 1 on each client), so a Flower run equals the in-process engine run.
 
-Modules: :mod:`~algorithms.flower.splits` (client/server split per algorithm, no Flower
-needed), :mod:`~algorithms.flower.records` (engine objects ↔ Flower records),
-:mod:`~algorithms.flower.client` (``make_client_app``), :mod:`~algorithms.flower.strategy`
-(``PFLStrategy``, ``make_server_app``), :mod:`~algorithms.flower.local` (``simulate`` with
-Flower's Ray simulation or an in-process grid), :mod:`~algorithms.flower.app` (module-level
-apps for ``flwr run`` deployments).  See ``docs/flower.md``.
-
-Supported: ``fedavg``, ``pfedme``, ``ditto``, ``fedrep``, ``fedper``, ``lgfedavg``,
-``cgpfl``, ``cgpfl-heur`` (:data:`~algorithms.flower.splits.SPLITS`).
+Modules: :mod:`~algorithms.flower.records` (engine objects ↔ Flower records, the data-free
+server federation), :mod:`~algorithms.flower.client` (``make_client_app``),
+:mod:`~algorithms.flower.strategy` (``PFLStrategy``, ``make_server_app``),
+:mod:`~algorithms.flower.local` (``simulate`` with Flower's Ray simulation or an in-process
+grid), :mod:`~algorithms.flower.app` (module-level apps for ``flwr run`` deployments).
+See ``docs/flower.md``.  There is no Flower-specific algorithm code.
 """
 
 INSTALL_HINT = 'Flower is not installed; install the extra: pip install "pfl-theory[flower]" ' \

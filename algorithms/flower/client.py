@@ -1,18 +1,22 @@
-"""The Flower ``ClientApp``: one client of a registered algorithm, running the engine's own
-local update with N = 1 on the client's data (see :mod:`algorithms.flower.splits`).
+"""The Flower ``ClientApp``: one client of any registered algorithm, running the algorithm's
+own ``client_update`` (:mod:`algorithms.contract`) with N = 1 on the client's data.
 
 Message handlers (message types sent by :class:`algorithms.flower.strategy.PFLStrategy`):
 
 * ``query.setup`` — receives the run :class:`~algorithms.flower.records.Settings`, stores
   them in ``context.state``; replies with the client index, train/test sample counts,
   feature shape, number of classes and dtype of its data;
-* ``query.init`` — stores the client's initial rows of the per-client models (e.g.
-  pFedMe's ``personalized``/``local``, FedRep's head) in ``context.state``;
-* ``train`` — runs the algorithm's local update on the mini-batch indices it was sent,
-  keeps its per-client models in ``context.state`` and uploads what the server aggregates;
+* ``query.init`` — stores the client's rows of the client-held state (``client_models``,
+  ``client_tensors``: e.g. pFedMe's ``personalized``/``local``, FedRep's head, APFL's α_i)
+  in ``context.state``;
+* ``train`` — one phase of a round (its name and ``info`` in the message): builds the
+  client's :class:`~algorithms.contract.ClientView` (server models, the server's payload row
+  for this client, its own kept rows, its mini-batches from the local indices it was sent,
+  its train split), runs ``alg.client_update``, keeps the new rows and replies with the
+  upload when asked;
 * ``evaluate`` — evaluates every model the algorithm reports (``alg.evaluated`` of the
   one-client state) on the client's test split; replies with correct counts / loss sums;
-* ``query.collect`` — replies with the per-client models (to assemble the full state).
+* ``query.collect`` — replies with the kept rows (to assemble the full state).
 
 ``load_data(context) -> (client_index, federation)`` supplies the client's one-client
 :class:`~synthetic.federation.Federation` (train split in the engine's order, so that the
@@ -22,6 +26,7 @@ cached for the process.
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import torch
@@ -29,21 +34,37 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, 
 from flwr.clientapp import ClientApp
 
 from algorithms.base import State
+from algorithms.contract import ClientView, Phase
 from algorithms.evaluation import evaluate
 from algorithms.flower.records import Settings, pack, tensors_from, unpack
-from algorithms.flower.splits import client_batch, get_split
 from synthetic.federation import Federation
 
 SETTINGS, KEPT = "pflt.settings", "pflt.kept"           # context.state keys
 MODELS, ROWS, ROUND, INFO, UPLOAD = "pflt.models", "pflt.rows", "pflt.round", "pflt.info", "pflt.upload"
+PAYLOAD, BATCHES = "pflt.payload", "pflt.batches"
 
 LoadData = Callable[[Context], "tuple[int, Federation]"]
 
 
-def make_client_app(load_data: LoadData, *, threads: int | None = 1) -> ClientApp:
-    """A ``ClientApp`` serving any supported algorithm (chosen by the server's settings).
+def client_batch(fed: Federation, local_index: torch.Tensor):
+    """``(x [R, 1, B, ...], y)`` of a one-client federation for local indices ``[R, B]``."""
+    idx = local_index.to(fed.device)[:, None, :] + fed.train.offsets[0]
+    return fed.train.gather(idx)
 
-    ``threads``: ``torch.set_num_threads`` in the handlers (None: leave torch's default)."""
+
+def split_kept(kept: dict) -> tuple[dict, dict]:
+    """(parameter dicts, plain tensors) of a client's kept rows."""
+    return ({k: v for k, v in kept.items() if isinstance(v, dict)},
+            {k: v for k, v in kept.items() if isinstance(v, torch.Tensor)})
+
+
+def make_client_app(load_data: LoadData, *, threads: int | None = 1,
+                    fail: Callable[[int, int, str], bool] | None = None) -> ClientApp:
+    """A ``ClientApp`` serving any registered algorithm (chosen by the server's settings).
+
+    ``threads``: ``torch.set_num_threads`` in the handlers (None: leave torch's default).
+    ``fail(client, round, phase) -> bool`` (tests): raise in that client's ``train`` handler,
+    to exercise the server's handling of a failed client."""
     app = ClientApp()
     cache: dict = {}
 
@@ -64,16 +85,16 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1) -> ClientAp
         index, fed = data(context)
         key = (context.run_id, context.node_id, "model")
         if key not in cache or cache[key][0] != settings:    # a new run on the same nodes
-            cache[key] = (settings, settings.build_algorithm(), get_split(settings.algorithm),
-                          settings.build_model(fed))
+            cache[key] = (settings, settings.build_algorithm(), settings.build_model(fed))
         return (settings, index, fed, *cache[key][1:])
 
-    def view(msg: Message, context: Context, fed: Federation, settings: Settings) -> State:
-        models = unpack(msg.content[MODELS], device=fed.device)
-        models.update(unpack(context.state[KEPT], device=fed.device))
-        rows = tensors_from(msg.content[ROWS], device=fed.device)
-        rows.pop("batches", None)
-        return State(int(msg.content[ROUND]["round"]), settings.seed, models, rows)
+    def kept_state(msg: Message, context: Context, fed: Federation, settings: Settings,
+                   index: int) -> State:
+        """The one-client state: server models and rows as sent, plus the kept rows."""
+        models, tensors = split_kept(unpack(context.state[KEPT], device=fed.device))
+        models.update(unpack(msg.content[MODELS], device=fed.device))
+        tensors.update(tensors_from(msg.content[ROWS], device=fed.device))
+        return State(int(msg.content[ROUND]["round"]), settings.seed, models, tensors)
 
     def limit_threads():
         if threads is not None:
@@ -102,24 +123,33 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1) -> ClientAp
     @app.train()
     def train(msg: Message, context: Context) -> Message:
         limit_threads()
-        settings, index, fed, alg, split, model = setup_of(context)
-        state = view(msg, context, fed, settings)
-        batches = tensors_from(msg.content[ROWS])["batches"]
-        x, y = client_batch(fed, batches)
-        upload, kept = split.client_update(alg, model, state, x, y, settings.num_clients)
-        old = unpack(context.state[KEPT])
-        context.state[KEPT] = pack({**old, **kept})
+        settings, index, fed, alg, model = setup_of(context)
+        meta = msg.content[ROUND]
+        t, name = int(meta["round"]), str(meta["phase"])
+        if fail is not None and fail(index, t, name):
+            raise RuntimeError(f"client {index}: injected failure in round {t}, phase {name}")
+        kept = unpack(context.state[KEPT], device=fed.device)
+        models, tensors = split_kept(kept)
+        me = torch.tensor([index])
+        phase = Phase(name, me, info=json.loads(str(meta["info"])))
+        batches = {k: client_batch(fed, v) for k, v in tensors_from(msg.content[BATCHES]).items()}
+        view = ClientView(t, settings.seed, settings.num_clients, fed.num_classes, me,
+                          unpack(msg.content[MODELS], device=fed.device),
+                          unpack(msg.content[PAYLOAD], device=fed.device),
+                          models, tensors, batches, fed.train, fed.test)
+        rows, upload = alg.client_update(phase, model, view)
+        context.state[KEPT] = pack({**kept, **rows})
         content = RecordDict({INFO: ConfigRecord({"client": index}),
                               "metrics": MetricRecord({"num-examples": int(fed.train.counts[0])})})
-        if bool(msg.content[ROUND]["upload"]):
+        if bool(meta["upload"]):
             content[UPLOAD] = pack(upload)
         return Message(content, reply_to=msg)
 
     @app.evaluate()
     def evaluate_(msg: Message, context: Context) -> Message:
         limit_threads()
-        settings, index, fed, alg, split, model = setup_of(context)
-        state = view(msg, context, fed, settings)
+        settings, index, fed, alg, model = setup_of(context)
+        state = kept_state(msg, context, fed, settings, index)
         n = int(fed.test.counts[0])
         metrics: dict = {"num-examples": n}
         for name, params in alg.evaluated(state).items():

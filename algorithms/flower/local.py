@@ -1,9 +1,10 @@
 """Running the Flower apps on one machine: Flower's simulation engine (Ray) or an in-process
 grid, plus the client slices of an in-memory federation.
 
-* :func:`client_federation` — client ``i`` of a :class:`~synthetic.federation.Federation` as
-  a one-client federation (its train/test rows in the engine's order), what a real client
-  gets from ``Federation.from_client_arrays([x_i], [y_i], seed=seed + i)``.
+* :func:`~algorithms.contract.client_federation` (re-exported) — client ``i`` of a
+  :class:`~synthetic.federation.Federation` as a one-client federation (its train/test rows
+  in the engine's order), what a real client gets from
+  ``Federation.from_client_arrays([x_i], [y_i], seed=seed + i)``.
 * :func:`simulate` — runs :func:`~algorithms.flower.strategy.make_server_app` and
   :func:`~algorithms.flower.client.make_client_app` with ``backend="ray"``
   (``flwr.simulation.run_simulation``: the ClientApps run in Ray worker processes, messages
@@ -27,11 +28,12 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
+from algorithms.contract import client_federation  # noqa: F401  (re-exported)
 from algorithms.flower.client import make_client_app
 from algorithms.flower.records import Settings
 from algorithms.flower.strategy import FlowerResult, make_server_app
 from pfl_theory.validation import positive
-from synthetic.federation import Federation, Split
+from synthetic.federation import Federation
 
 OFFLINE_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1"}
 
@@ -41,30 +43,21 @@ def set_offline_env() -> None:
     os.environ.update(OFFLINE_ENV)
 
 
-def client_federation(fed: Federation, i: int) -> Federation:
-    """Client ``i`` of ``fed`` as a one-client federation (same rows, same order)."""
-    if not 0 <= i < fed.num_clients:
-        raise ValueError(f"client index {i} outside 0..{fed.num_clients - 1}")
-
-    def part(s: Split) -> Split:
-        o, c = int(s.offsets[i]), int(s.counts[i])
-        return Split(s.x[o:o + c].clone(), s.y[o:o + c].clone(),
-                     torch.zeros(1, dtype=torch.long, device=s.offsets.device), s.counts[i:i + 1].clone())
-
-    return Federation(part(fed.train), part(fed.test), fed.num_classes, f"{fed.name}[{i}]")
-
-
 class InProcessGrid(Grid):
     """A Flower ``Grid`` delivering each message to a ``ClientApp`` by a direct call, one
     persistent ``Context`` per node (``node_config``: ``partition-id``, ``num-partitions``).
+    ``errors_as_replies``: a handler's exception becomes an error reply (as in Flower's
+    runtimes) instead of propagating.
     Message contents cross a protobuf round trip both ways, as on the wire.  Uses two
     Flower internals as ``run_simulation`` does (message ids, the task identity): tied to
     the pinned ``flwr==1.41.0``."""
 
-    def __init__(self, client_app: ClientApp, num_nodes: int, *, run_id: int = 0):
+    def __init__(self, client_app: ClientApp, num_nodes: int, *, run_id: int = 0,
+                 errors_as_replies: bool = False):
         from flwr.supercore.run import Run
 
         self.client_app = client_app
+        self.errors_as_replies = errors_as_replies
         self.node_ids = [1000 + i for i in range(num_nodes)]
         self.contexts = {nid: Context(run_id=run_id, node_id=nid,
                                       node_config={"partition-id": i, "num-partitions": num_nodes},
@@ -95,7 +88,14 @@ class InProcessGrid(Grid):
                                 message_type=msg.metadata.message_type)
             mid = str(uuid4())
             delivered.metadata.__dict__["_message_id"] = mid       # as Flower's InMemoryGrid
-            reply = self.client_app(delivered, self.contexts[dst])
+            try:
+                reply = self.client_app(delivered, self.contexts[dst])
+            except Exception as exc:   # as Flower's runtimes: an error reply, the run goes on
+                if not self.errors_as_replies:
+                    raise
+                from flwr.app import Error
+                reply = Message(error=Error(code=0, reason=f"{type(exc).__name__}: {exc}"),
+                                reply_to=delivered)
             if not reply.has_error():
                 reply = Message(_wire(reply.content), reply_to=delivered)
             self._replies[mid] = reply
@@ -132,20 +132,26 @@ def _task_identity():
 
 def simulate(settings: Settings, federation: Federation, *, rounds: int, eval_every: int = 1,
              backend: str = "inprocess", cpus_per_client: float = 1.0,
-             threads: int | None = 1) -> FlowerResult:
-    """Run ``settings`` for ``rounds`` rounds under Flower, client ``i`` holding
-    :func:`client_federation` ``(federation, i)``; returns the server's :class:`FlowerResult`.
+             threads: int | None = 1, **options) -> FlowerResult:
+    """Run ``settings`` until round ``rounds`` under Flower, client ``i`` holding
+    ``client_federation(federation, i)``; returns the server's :class:`FlowerResult`.
 
     ``threads``: ``torch.set_num_threads`` in the client handlers (in-process: this whole
-    process).  In-process, a client exception propagates as is (Flower's runtimes turn it
-    into an error reply, which stops the run with a ``RuntimeError``)."""
+    process).  ``options``: ``state`` / ``checkpoint`` / ``checkpoint_every`` (resume and
+    checkpoints, see :class:`~algorithms.flower.strategy.PFLStrategy`), ``fail`` (tests: a
+    predicate ``(client, round, phase)`` making that client's handler raise) and
+    ``errors_as_replies`` (in-process: a client exception becomes an error reply — the
+    client is left out of that phase, as under Flower's runtimes — instead of propagating;
+    default: propagate)."""
     return simulate_many([settings], federation, rounds=rounds, eval_every=eval_every,
-                         backend=backend, cpus_per_client=cpus_per_client, threads=threads)[0]
+                         backend=backend, cpus_per_client=cpus_per_client, threads=threads,
+                         **options)[0]
 
 
 def simulate_many(runs: Sequence[Settings], federation: Federation, *, rounds: int,
                   eval_every: int = 1, backend: str = "inprocess", cpus_per_client: float = 1.0,
-                  threads: int | None = 1) -> list[FlowerResult]:
+                  threads: int | None = 1, state=None, checkpoint=None, checkpoint_every=None,
+                  fail=None, errors_as_replies: bool = False) -> list[FlowerResult]:
     """Several runs one after the other in ONE Flower simulation (one Ray start-up)."""
     runs = list(runs)
     if not runs:
@@ -166,8 +172,10 @@ def simulate_many(runs: Sequence[Settings], federation: Federation, *, rounds: i
         return i, slices[i]
 
     results: list[FlowerResult] = []
-    server = make_server_app(runs, rounds=rounds, eval_every=eval_every, on_result=results.append)
-    client = make_client_app(load_data, threads=threads)
+    server = make_server_app(runs, rounds=rounds, eval_every=eval_every, on_result=results.append,
+                             state=state, checkpoint=checkpoint,
+                             checkpoint_every=checkpoint_every)
+    client = make_client_app(load_data, threads=threads, fail=fail)
     if backend == "ray":
         from flwr.simulation import run_simulation
         run_simulation(server, client, num_supernodes=federation.num_clients,
@@ -175,7 +183,8 @@ def simulate_many(runs: Sequence[Settings], federation: Federation, *, rounds: i
                                                             "num_gpus": 0.0}})
     else:
         with _task_identity():
-            _run_server(server, InProcessGrid(client, federation.num_clients))
+            _run_server(server, InProcessGrid(client, federation.num_clients,
+                                              errors_as_replies=errors_as_replies))
     if len(results) != len(runs):
         raise RuntimeError(f"the Flower {backend} simulation finished {len(results)} of "
                            f"{len(runs)} runs (see the log above)")

@@ -1,7 +1,9 @@
 """Engine objects ↔ Flower records (``ArrayRecord`` / ``ConfigRecord``).
 
-* Several named parameter dicts travel in ONE ``ArrayRecord`` under keys ``"model/param"``
-  (``{"context": {"fc.weight": [K, d, C]}}`` → ``"context/fc.weight"``): CGPFL's K
+* Several named parameter dicts (and plain named tensors, under their bare name) travel in
+  ONE ``ArrayRecord`` under keys ``"model/param"``
+  (``{"context": {"fc.weight": [K, d, C]}}`` → ``"context/fc.weight"``; an empty dict is
+  kept as ``"model/"``, a zero-size marker): CGPFL's K
   context models are one record whose arrays keep their leading ``[K, ...]`` dimension;
   a global model keeps its ``[1, ...]`` row, a client's own row of a per-client model is
   ``[1, ...]`` too.  Arrays cross the wire as numpy (dtype kept: float64 stays float64,
@@ -24,25 +26,34 @@ from algorithms.base import Params
 SEP = "/"
 
 
-def pack(models: dict[str, Params]) -> ArrayRecord:
-    """One ``ArrayRecord`` holding every parameter of every named model (CPU copies)."""
+def pack(models: dict[str, "Params | torch.Tensor"]) -> ArrayRecord:
+    """One ``ArrayRecord`` holding every parameter of every named model and every named
+    tensor (CPU copies)."""
     flat = {}
     for name, params in models.items():
         if SEP in name:
             raise ValueError(f"model name {name!r} must not contain {SEP!r}")
+        if isinstance(params, torch.Tensor):
+            flat[name] = params.detach().cpu().contiguous()
+            continue
+        if not params:
+            flat[f"{name}{SEP}"] = torch.zeros(0)
         for key, value in params.items():
             flat[f"{name}{SEP}{key}"] = value.detach().cpu().contiguous()
     return ArrayRecord(flat)
 
 
-def unpack(record: ArrayRecord, *, device=None) -> dict[str, Params]:
+def unpack(record: ArrayRecord, *, device=None) -> dict[str, "Params | torch.Tensor"]:
     """Inverse of :func:`pack` (tensors on ``device``; dtypes as sent)."""
-    models: dict[str, Params] = {}
+    models: dict = {}
     for flat, value in record.to_torch_state_dict().items():
-        name, _, key = flat.partition(SEP)
-        if not key:
-            raise ValueError(f"record key {flat!r} is not of the form 'model{SEP}param'")
-        models.setdefault(name, {})[key] = value.to(device)
+        name, sep, key = flat.partition(SEP)
+        if not sep:
+            models[name] = value.to(device)
+        elif not key:
+            models.setdefault(name, {})
+        else:
+            models.setdefault(name, {})[key] = value.to(device)
     return models
 
 
@@ -55,16 +66,38 @@ def tensors_from(record: ArrayRecord, *, device=None) -> dict[str, torch.Tensor]
     return {k: v.to(device) for k, v in record.to_torch_state_dict().items()}
 
 
-def stack_rows(rows: list[Params]) -> Params:
-    """``[1, ...]`` parameter dicts of several clients → ``[n, ...]`` (list order)."""
+def stack_rows(rows: list) -> "Params | torch.Tensor":
+    """``[1, ...]`` parameter dicts (or tensors) of several clients → ``[n, ...]`` (list order)."""
     if not rows:
         raise ValueError("no client rows to stack")
+    if isinstance(rows[0], torch.Tensor):
+        return torch.cat(rows, dim=0)
     return {k: torch.cat([r[k] for r in rows], dim=0) for k in rows[0]}
 
 
-def row(params: Params, i: int) -> Params:
-    """Row ``i`` of ``[N, ...]`` parameters as ``[1, ...]``."""
-    return {k: v[i:i + 1] for k, v in params.items()}
+def row(params: "Params | torch.Tensor", i: int, axis: int = 0):
+    """Row ``i`` (along ``axis``) of ``[N, ...]`` parameters or a tensor, keeping the axis."""
+    if isinstance(params, torch.Tensor):
+        return params.narrow(axis, i, 1)
+    return {k: v.narrow(axis, i, 1) for k, v in params.items()}
+
+
+def counts_federation(train_counts, *, feature_shape, num_classes: int, dtype,
+                      device="cpu", name: str = "flower-server"):
+    """A data-free federation with the clients' train counts: what the server needs to draw
+    the engine's mini-batch indices and sample weights.  Features are one zero row
+    broadcast (no memory), so gathers work and ``feature_shape`` sizes the model."""
+    from synthetic.federation import Federation, Split
+
+    counts = torch.as_tensor(train_counts, dtype=torch.long, device=device)
+    if counts.ndim != 1 or counts.numel() == 0 or bool((counts < 1).any()):
+        raise ValueError(f"train counts must be a non-empty list of positive ints, got {train_counts}")
+    offsets = torch.cumsum(counts, 0) - counts
+    m = int(counts.sum())
+    x = torch.zeros((1, *feature_shape), dtype=dtype, device=device).expand(m, *feature_shape)
+    y = torch.zeros(1, dtype=torch.long, device=device).expand(m)
+    split = Split(x, y, offsets, counts)
+    return Federation(split, split, int(num_classes), name)
 
 
 # ---- run settings ------------------------------------------------------------------------

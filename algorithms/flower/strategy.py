@@ -1,35 +1,49 @@
 """The Flower server side: :class:`PFLStrategy` (a ``flwr.serverapp.strategy.Strategy``) and
-:func:`make_server_app`.
+:func:`make_server_app`, generic over the algorithm contract (:mod:`algorithms.contract`).
 
-The strategy holds the engine ``State`` of the *server* (global/shared/context models and
-state tensors; per-client models stay on the clients) and runs round ``t`` as the batched
-engine does (:mod:`algorithms.flower.splits`):
+The strategy holds the *server* part of the engine ``State`` (server models and all state
+tensors; the client-held rows — ``client_models`` and ``client_tensors`` — stay on the
+clients) and runs round ``t`` as the engine does, with the algorithm's own functions:
 
 1. ``setup`` (before ``start``): waits for the ``N`` client nodes, sends them the run
    settings (``query.setup``), learns each node's client index and train count, builds a
-   data-free federation of counts and the model, calls the algorithm's own ``init`` and
-   sends each client its rows of the per-client models (``query.init``);
-2. ``configure_train``: draws the engine's mini-batch indices and client sample from the
-   round generator (Flower's own node sampling is not used) and sends each training client
-   the server models (one ``ArrayRecord``; CGPFL's K context models travel in it with
-   their ``[K, ...]`` dimension), its rows of per-client state tensors (e.g. its context
-   label) and its ``[R, B]`` indices;
-3. ``aggregate_train``: stacks the uploads in ascending client order and applies the
-   engine's aggregation (``split.server_update``);
+   data-free federation of counts and the model, computes the data-free initial state
+   (``server_init`` where the algorithm has one, else ``init``) and sends each client its
+   rows of the client-held state (``query.init``); an ``init_phase`` (IFCA's cluster
+   estimate) runs as a first exchange.  A ``state`` given to the strategy (resume from a
+   checkpoint) replaces the initial state;
+2. ``configure_train``: ``alg.first_phase`` draws the engine's mini-batch indices and client
+   sample from the round generator (Flower's own node sampling is not used); each
+   participant gets the server models (one ``ArrayRecord``; CGPFL's K context models travel
+   with their ``[K, ...]`` dimension), its row of the phase's payload (e.g. pFedHN's
+   generated model, PPFE's π_i), its ``[R, B]`` local indices and the phase's ``info``;
+3. ``aggregate_train``: stacks the uploads in ascending client order and applies
+   ``alg.server_aggregate``; further phases of the round (Per-FedAvg's adaptation, the
+   fine-tuning of FedAvg+FT/FedBABU, IFCA's re-estimate, L2SGD's averaging steps, PPFE's
+   stage transition) are exchanged directly over the grid;
 4. ``configure_evaluate`` / ``aggregate_evaluate`` (every ``eval_every`` rounds and after
-   the last): clients evaluate each model the algorithm reports on their test split; the
-   server forms ``<name>_accuracy`` (sample-weighted, = total correct / total samples, as
-   the engine's runner), ``<name>_accuracy_mean`` (mean over clients) and ``<name>_loss``;
-5. ``collect``: gathers the per-client models into the full engine ``State``.
+   the last): clients evaluate each model the algorithm reports on their test split (with
+   their rows of the server-held per-client entries, ``server_rows``); the server forms
+   ``<name>_accuracy`` (sample-weighted, = total correct / total samples, as the engine's
+   runner), ``<name>_accuracy_mean`` (mean over clients) and ``<name>_loss``;
+5. ``collect``: gathers the client-held rows into the full engine ``State``.
 
-Any client error stops the run (a missing upload would change the aggregate).
+Reliability: a client whose reply is an error or does not arrive within ``timeout`` is left
+out of that phase (``Phase.only``: its upload is not aggregated, its rows are not updated)
+and recorded in :attr:`PFLStrategy.failures`; the run goes on.  A phase without any upload
+it needed leaves the server state unchanged for the rest of the round.  With
+``checkpoint_every=k`` the full state (collected from the clients) is written to
+``checkpoint`` every ``k`` rounds (:func:`algorithms.checkpoint.save_checkpoint`); pass the
+loaded state as ``state`` to resume.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from logging import INFO
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
@@ -39,9 +53,11 @@ from flwr.serverapp.strategy import Result, Strategy
 from flwr.supercore import log
 
 from algorithms.base import State
-from algorithms.flower.client import INFO as INFO_KEY, KEPT, MODELS, ROUND, ROWS, SETTINGS, UPLOAD
-from algorithms.flower.records import Settings, pack, row, stack_rows, tensors_record, unpack
-from algorithms.flower.splits import counts_federation, get_split
+from algorithms.contract import Phase, server_init
+from algorithms.flower.client import (BATCHES, INFO as INFO_KEY, KEPT, MODELS, PAYLOAD, ROUND,
+                                      ROWS, SETTINGS, UPLOAD)
+from algorithms.flower.records import (Settings, counts_federation, pack, row, stack_rows,
+                                       tensors_record, unpack)
 from pfl_theory.validation import positive, positive_int
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -51,23 +67,37 @@ class PFLStrategy(Strategy):
     """Runs a registered algorithm's rounds over a Flower ``Grid`` (see the module doc)."""
 
     def __init__(self, settings: Settings, *, num_rounds: int, eval_every: int = 1,
-                 device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0):
+                 device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
+                 state: State | None = None, checkpoint: str | Path | None = None,
+                 checkpoint_every: int | None = None):
         self.settings = settings
         self.num_rounds = positive_int("num_rounds", num_rounds)
         self.eval_every = positive_int("eval_every", eval_every)
         self.timeout = positive("timeout", timeout)
         self.wait_seconds = positive("wait_seconds", wait_seconds)
+        if checkpoint_every is not None and (positive_int("checkpoint_every", checkpoint_every)
+                                             and checkpoint is None):
+            raise ValueError("checkpoint_every needs a checkpoint path")
+        self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
         self.device = torch.device(device)
         self.algorithm = settings.build_algorithm()
-        self.split = get_split(settings.algorithm)
         self.history: list[dict[str, Any]] = []
+        self.failures: list[dict[str, Any]] = []
+        self.resume = state
         self.state: State | None = None
         self._evaluating = False
         self.node_of: dict[int, int] = {}
 
     # ---- setup / collect (outside Strategy.start) -------------------------------------------
+    def _client_part(self, state: State) -> dict:
+        """The client-held entries of ``state`` (client models and client tensors)."""
+        alg = self.algorithm
+        return {**{k: v for k, v in state.models.items() if alg.is_client_model(k)},
+                **{k: v for k, v in state.tensors.items() if k in alg.client_tensors}}
+
     def setup(self, grid: Grid) -> ArrayRecord:
         """Handshake with the ``N`` clients and initial state; returns the server models."""
+        self.grid = grid
         n = self.settings.num_clients
         nodes = _wait_for_nodes(grid, n, self.wait_seconds)
         replies = self._ask(grid, nodes, "query.setup",
@@ -91,24 +121,33 @@ class PFLStrategy(Strategy):
             [info[i]["train_count"] for i in range(n)], feature_shape=tuple(first["feature_shape"]),
             num_classes=first["num_classes"], dtype=DTYPES[first["dtype"]], device=self.device)
         self.model = self.settings.build_model(self.federation)
-        full = self.algorithm.init(self.federation, self.model, self.settings.seed)
+        full = self.resume if self.resume is not None else server_init(
+            self.algorithm, self.federation, self.model, self.settings.seed)
+        full = full.replace(models={k: {p: v.to(self.device) for p, v in m.items()}
+                                    for k, m in full.models.items()},
+                            tensors={k: v.to(self.device) for k, v in full.tensors.items()})
+        kept = self._client_part(full)
         self._ask(grid, [self.node_of[i] for i in range(n)], "query.init",
-                  lambda i: RecordDict({KEPT: pack({m: row(full.models[m], i)
-                                                    for m in self.split.client_models})}))
-        self.state = self.split.server_state(full)
-        return pack(self.state.models)
+                  lambda i: RecordDict({KEPT: pack({k: row(v, i) for k, v in kept.items()})}))
+        self.state = full.replace(
+            models={k: v for k, v in full.models.items() if k not in kept},
+            tensors={k: v for k, v in full.tensors.items() if k not in kept})
+        if self.resume is None and hasattr(self.algorithm, "init_phase"):
+            self._run_phases(self.algorithm.init_phase(self.state, self.federation, self.model))
+        return pack(self._server_models())
 
     def collect(self, grid: Grid) -> State:
-        """The full engine state: server models and tensors + every client's models."""
+        """The full engine state: server models and tensors + every client's kept rows."""
         n = self.settings.num_clients
         replies = self._ask(grid, [self.node_of[i] for i in range(n)], "query.collect",
                             lambda i: RecordDict({}))
         kept = {int(r.content[INFO_KEY]["client"]): unpack(r.content[KEPT], device=self.device)
                 for r in replies}
-        models = dict(self.state.models)
-        for m in self.split.client_models:
-            models[m] = stack_rows([kept[i][m] for i in range(n)])
-        return self.state.replace(models=models)
+        models, tensors = dict(self.state.models), dict(self.state.tensors)
+        for name, value in kept[0].items():
+            store = models if isinstance(value, dict) else tensors
+            store[name] = stack_rows([kept[i][name] for i in range(n)])
+        return self.state.replace(models=models, tensors=tensors)
 
     def _ask(self, grid: Grid, nodes: list[int], kind: str,
              content: Callable[[int], RecordDict]) -> list[Message]:
@@ -117,48 +156,96 @@ class PFLStrategy(Strategy):
                     for node in nodes]
         return _checked(grid.send_and_receive(messages, timeout=self.timeout), len(messages), kind)
 
-    # ---- Strategy interface --------------------------------------------------------------------
-    def _payload(self, i: int, extra: dict[str, torch.Tensor], upload: bool) -> RecordDict:
-        rows = {k: v[i:i + 1] for k, v in self.state.tensors.items()
-                if k in self.split.client_tensors}
-        return RecordDict({MODELS: self._models_record, ROWS: tensors_record({**rows, **extra}),
-                           ROUND: ConfigRecord({"round": self.state.round, "upload": upload})})
+    # ---- phases ----------------------------------------------------------------------------------
+    def _server_models(self) -> dict:
+        return {k: v for k, v in self.state.models.items()
+                if k not in self.algorithm.server_rows}
 
+    def _phase_messages(self, phase: Phase) -> list[Message]:
+        models = pack(self._server_models())
+        offsets = self.federation.train.offsets.cpu()
+        uploaders = set(phase.upload_clients().tolist())
+        info = json.dumps(phase.info)
+        messages = []
+        for j, i in enumerate(phase.clients.tolist()):
+            payload = {k: row(v, j) for k, v in phase.payload.items()}
+            batches = {k: b[:, i].cpu() - offsets[i] for k, b in phase.batches.items()}
+            meta = {"round": self.state.round, "phase": phase.name, "info": info,
+                    "upload": i in uploaders}
+            messages.append(Message(
+                RecordDict({MODELS: models, PAYLOAD: pack(payload),
+                            BATCHES: tensors_record(batches), ROUND: ConfigRecord(meta)}),
+                dst_node_id=self.node_of[i], message_type=MessageType.TRAIN))
+        return messages
+
+    def _aggregate(self, phase: Phase, replies: Iterable[Message]) -> Phase | None:
+        """Server step of ``phase`` on the replies that arrived; the next phase (or None)."""
+        replies = list(replies)
+        ok = {int(r.content[INFO_KEY]["client"]): r for r in replies if not r.has_error()}
+        missing = [i for i in phase.clients.tolist() if i not in ok]
+        if missing:
+            reasons = [r.error.reason for r in replies if r.has_error()]
+            self.failures.append({"round": self.state.round, "phase": phase.name,
+                                  "clients": missing, "reasons": reasons[:3]})
+            log(INFO, "\t├── round %d, phase %s: clients %s left out (%s)", self.state.round,
+                phase.name, missing, reasons[0] if reasons else "no reply within the timeout")
+            wanted = phase.upload_clients().numel()
+            phase = phase.only(sorted(ok))
+            if wanted and not phase.upload_clients().numel():
+                return None
+        order = phase.upload_clients().tolist()
+        ups = [unpack(ok[i].content[UPLOAD], device=self.device) for i in order]
+        uploads = {name: stack_rows([u[name] for u in ups]) for name in (ups[0] if ups else {})}
+        self.state, nxt = self.algorithm.server_aggregate(phase, self.state, uploads,
+                                                          self.federation, self.model)
+        return nxt
+
+    def _run_phases(self, phase: Phase | None) -> None:
+        while phase is not None:
+            replies = self.grid.send_and_receive(self._phase_messages(phase), timeout=self.timeout)
+            phase = self._aggregate(phase, replies)
+
+    # ---- Strategy interface --------------------------------------------------------------------
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
         if self.state is None:
             raise RuntimeError("call PFLStrategy.setup(grid) before start()")
-        if self.state.round != server_round - 1:
+        if self.state.round != self.first_round + server_round - 1:
             raise RuntimeError(f"server round {server_round} but state at round {self.state.round}")
-        self.plan = self.split.draw(self.algorithm, self.state, self.federation)
-        self._models_record = pack(self.state.models)
-        upload = set(self.plan.upload.tolist())
-        return [Message(self._payload(i, {"batches": self.plan.batches[:, i]}, i in upload),
-                        dst_node_id=self.node_of[i], message_type=MessageType.TRAIN)
-                for i in self.plan.train.tolist()]
+        self.phase = self.algorithm.first_phase(self.state, self.federation, self.model)
+        return self._phase_messages(self.phase)
+
+    @property
+    def first_round(self) -> int:
+        return self.resume.round if self.resume is not None else 0
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]
                         ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        replies = _checked(replies, self.plan.train.numel(), "train")
-        ups = {int(r.content[INFO_KEY]["client"]): unpack(r.content[UPLOAD], device=self.device)
-               for r in replies if UPLOAD in r.content}
-        order = self.plan.upload.tolist()
-        if sorted(ups) != order:
-            raise RuntimeError(f"uploads from clients {sorted(ups)}, expected {order}")
-        names = ups[order[0]].keys() if order else ()
-        uploads = {m: stack_rows([ups[i][m] for i in order]) for m in names}
-        self.state = self.split.server_update(self.algorithm, self.state, self.federation,
-                                              self.model, self.plan, uploads)
-        return pack(self.state.models), MetricRecord({"clients_trained": self.plan.train.numel(),
-                                                      "clients_aggregated": len(order)})
+        failed = len(self.failures)
+        self._run_phases(self._aggregate(self.phase, replies))
+        self.state = self.state.replace(round=self.state.round + 1)
+        if self.checkpoint_every and (self.state.round % self.checkpoint_every == 0
+                                      or server_round == self.num_rounds):
+            from algorithms.checkpoint import save_checkpoint
+            save_checkpoint(self.checkpoint, self.collect(self.grid), self.algorithm)
+        return pack(self._server_models()), MetricRecord(
+            {"clients_trained": self.phase.clients.numel(),
+             "failures": len(self.failures) - failed})
+
+    def _eval_content(self, i: int) -> RecordDict:
+        rows = self.algorithm.server_rows
+        models = {k: row(v, i, rows[k]) if k in rows else v for k, v in self.state.models.items()}
+        tensors = {k: row(v, i, rows[k]) for k, v in self.state.tensors.items() if k in rows}
+        return RecordDict({MODELS: pack(models), ROWS: tensors_record(tensors),
+                           ROUND: ConfigRecord({"round": self.state.round})})
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                            grid: Grid) -> Iterable[Message]:
-        self._evaluating = not (server_round % self.eval_every and server_round != self.num_rounds)
+        t = self.first_round + server_round       # the absolute round just finished
+        self._evaluating = not (t % self.eval_every and server_round != self.num_rounds)
         if not self._evaluating:
             return []
-        self._models_record = pack(self.state.models)
-        return [Message(self._payload(i, {}, False), dst_node_id=self.node_of[i],
+        return [Message(self._eval_content(i), dst_node_id=self.node_of[i],
                         message_type=MessageType.EVALUATE)
                 for i in range(self.settings.num_clients)]
 
@@ -166,8 +253,13 @@ class PFLStrategy(Strategy):
                            ) -> MetricRecord | None:
         if not self._evaluating:
             return None
-        replies = _checked(replies, self.settings.num_clients, "evaluate")
-        ms = [dict(r.content["metrics"]) for r in replies]
+        replies = list(replies)
+        ms = [dict(r.content["metrics"]) for r in replies if not r.has_error()]
+        if len(ms) < self.settings.num_clients:
+            self.failures.append({"round": self.state.round, "phase": "evaluate",
+                                  "clients": self.settings.num_clients - len(ms)})
+        if not ms:
+            return None
         total = sum(m["num-examples"] for m in ms)
         entry: dict[str, Any] = {"round": self.state.round}
         for name in [k[:-len("_correct")] for k in ms[0] if k.endswith("_correct")]:
@@ -208,41 +300,54 @@ def _checked(replies: Iterable[Message], expected: int, kind: str) -> list[Messa
 @dataclass
 class FlowerResult:
     """Outcome of a Flower run: the full engine ``state`` (comparable with the in-process
-    engine's), the evaluation ``history`` and Flower's own ``Result``."""
+    engine's), the evaluation ``history``, the clients left out (``failures``: round, phase,
+    clients, reasons) and Flower's own ``Result``."""
 
     state: State
     history: list[dict[str, Any]] = field(default_factory=list)
     flower: Result | None = None
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every: int = 1,
-               device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0
-               ) -> Iterator[FlowerResult]:
+               device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
+               state: State | None = None, checkpoint: str | Path | None = None,
+               checkpoint_every: int | None = None) -> Iterator[FlowerResult]:
     """The ServerApp body: each of ``runs`` in turn on the connected client nodes (setup,
-    ``Strategy.start`` for ``rounds`` rounds, collect); yields a :class:`FlowerResult` per run."""
+    ``Strategy.start`` until round ``rounds``, collect); yields a :class:`FlowerResult` per
+    run.  ``state`` (a checkpoint's full state) resumes from its round."""
+    start = state.round if state is not None else 0
+    if rounds <= start:
+        raise ValueError(f"rounds={rounds} but the resumed state is already at round {start}")
     for settings in runs:
-        strategy = PFLStrategy(settings, num_rounds=rounds, eval_every=eval_every, device=device,
-                               timeout=timeout, wait_seconds=wait_seconds)
+        strategy = PFLStrategy(settings, num_rounds=rounds - start, eval_every=eval_every,
+                               device=device, timeout=timeout, wait_seconds=wait_seconds,
+                               state=state, checkpoint=checkpoint,
+                               checkpoint_every=checkpoint_every)
         initial = strategy.setup(grid)
-        flower = strategy.start(grid, initial, num_rounds=rounds, timeout=timeout)
-        yield FlowerResult(strategy.collect(grid), strategy.history, flower)
+        flower = strategy.start(grid, initial, num_rounds=rounds - start, timeout=timeout)
+        yield FlowerResult(strategy.collect(grid), strategy.history, flower, strategy.failures)
 
 
 def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eval_every: int = 1,
                     device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
-                    on_result: Callable[[FlowerResult], None] | None = None) -> ServerApp:
-    """A ``ServerApp`` running ``rounds`` rounds of ``settings.algorithm``; ``on_result``
+                    on_result: Callable[[FlowerResult], None] | None = None,
+                    state: State | None = None, checkpoint: str | Path | None = None,
+                    checkpoint_every: int | None = None) -> ServerApp:
+    """A ``ServerApp`` running ``settings.algorithm`` until round ``rounds``; ``on_result``
     receives the :class:`FlowerResult` (the app itself returns nothing to Flower).
 
     A sequence of settings runs one after the other on the same client nodes (each with
-    its own setup; e.g. several algorithms or seeds in one deployment)."""
+    its own setup; e.g. several algorithms or seeds in one deployment).  ``state``,
+    ``checkpoint``, ``checkpoint_every``: resume / checkpoint (see :class:`PFLStrategy`)."""
     runs = [settings] if isinstance(settings, Settings) else list(settings)
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         for result in run_server(grid, runs, rounds=rounds, eval_every=eval_every, device=device,
-                                 timeout=timeout, wait_seconds=wait_seconds):
+                                 timeout=timeout, wait_seconds=wait_seconds, state=state,
+                                 checkpoint=checkpoint, checkpoint_every=checkpoint_every):
             if on_result is not None:
                 on_result(result)
 

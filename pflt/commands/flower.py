@@ -52,10 +52,8 @@ def run(args) -> int:
     from algorithms.models import build_model
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
-    from algorithms.flower.splits import get_split
     from synthetic.sources import build_federation
 
-    get_split(options["algorithm"])                # unsupported algorithm: fail before data
     if options.get("threads"):
         torch.set_num_threads(options["threads"])
     dtype = torch.float64 if options["dtype"] == "float64" else torch.float32

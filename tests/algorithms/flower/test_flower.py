@@ -24,7 +24,7 @@ from algorithms import reference_loop  # noqa: E402
 from algorithms.base import get_algorithm  # noqa: E402
 from algorithms.models import build_model  # noqa: E402
 from algorithms.runner import run  # noqa: E402
-from algorithms.flower import splits  # noqa: E402
+from algorithms.flower.records import counts_federation  # noqa: E402
 from algorithms.flower.app import load_client_data, settings_from_run_config  # noqa: E402
 from algorithms.flower.client import KEPT, make_client_app  # noqa: E402
 from algorithms.flower.local import (InProcessGrid, _task_identity, client_federation,  # noqa: E402
@@ -145,7 +145,7 @@ def test_per_client_state_lives_in_context_state(fed):
 
 
 def test_counts_federation_draws_the_engine_indices(fed):
-    stub = splits.counts_federation(fed.train.counts.tolist(), feature_shape=fed.feature_shape,
+    stub = counts_federation(fed.train.counts.tolist(), feature_shape=fed.feature_shape,
                                     num_classes=3, dtype=torch.float64)
     want = fed.sample_batches(3, 5, torch.Generator().manual_seed(11))
     got = stub.sample_batches(3, 5, torch.Generator().manual_seed(11))
@@ -204,8 +204,6 @@ def test_run_config_settings_and_errors():
 
 
 def test_bad_inputs(fed):
-    with pytest.raises(ValueError, match="not supported under Flower.*fedavg"):
-        splits.get_split("apfl")
     _, _, settings = setup("fedavg", fed)
     with pytest.raises(ValueError, match="num_clients"):
         simulate(dataclasses.replace(settings, num_clients=3), fed, rounds=1)
@@ -233,7 +231,6 @@ def test_cli_flower_sim_matches_engine(capsys, tmp_path):
     line = next(l for l in out.splitlines() if l.startswith("max_abs_difference_vs_engine"))
     assert float(line.split()[-1]) <= ATOL
     assert (tmp_path / "flower_history.json").exists()
-    assert main(["flower-sim", "--algorithm", "apfl", "--rounds", "1", "--out", str(tmp_path)]) == 2
 
 
 @pytest.mark.slow

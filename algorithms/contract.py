@@ -1,0 +1,245 @@
+"""The algorithm contract: a round is client updates and server aggregations, and the engine
+derives ``round`` from them here, in one place.
+
+An algorithm (a frozen dataclass deriving from :class:`Algorithm`) defines
+
+* ``first_phase(state, fed, model) -> Phase`` — the server's draws for round
+  ``t = state.round`` (mini-batch indices, sampled clients, per-client inputs it computes);
+* ``client_update(phase, model, view) -> (client_state, upload)`` — what the clients of the
+  phase do, over a leading client dimension (the batched engine calls it once for all
+  participants; Flower and :func:`algorithms.reference_loop.client_by_client_round` call it
+  with one client).  ``view`` is a :class:`ClientView`; ``client_state`` maps names in
+  ``client_models`` / ``client_tensors`` to the participants' new rows (kept by the clients),
+  ``upload`` maps names to what the server receives (``[P, ...]`` each);
+* ``server_aggregate(phase, state, uploads, fed, model) -> (state, next_phase | None)`` —
+  the server step on the stacked uploads of ``phase.uploaders`` (ascending client order).
+  It returns the next phase of the same round (a second exchange: e.g. Per-FedAvg's
+  adaptation of every client to the new global model, L2SGD's averaging steps) or ``None``.
+
+``client_models`` (per-client parameter dicts ``[N, ...]``) and ``client_tensors`` (per-client
+tensors ``[N, ...]``) live on the clients; everything else in the state lives on the server.
+``server_rows`` names server-held entries with a client axis (``{name: axis}``), sliced for
+a client's own view when it evaluates.  An algorithm whose initial state needs the clients'
+data (IFCA's cluster estimate) defines ``server_init`` (the data-free part) and
+``init_phase``; its ``init`` runs both through :func:`initial_state`.
+
+Rules that keep the engine, the per-client loop and Flower equal: all randomness is drawn in
+``first_phase`` / ``server_aggregate`` from ``state.generator(stream)``; ``server_aggregate``
+reads only the server state, ``phase.clients``/``phase.uploaders``/``phase.info``/
+``phase.plan`` and the uploads (not ``phase.payload``), so a phase with failed clients left
+out (:meth:`Phase.only`) aggregates the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from algorithms.base import Params, State
+
+Tree = dict[str, "Params | torch.Tensor"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One client/server exchange of a round.
+
+    ``clients``: participants (sorted, CPU long); ``uploaders``: those whose upload is
+    aggregated (None: all participants); ``batches``: named mini-batch indices
+    ``[R, N, B]`` into ``fed.train`` for ALL clients (a participant uses its column);
+    ``payload``: per-participant inputs the server computed (leading dim = ``len(clients)``);
+    ``info``: plain JSON values sent to the clients; ``plan``: server-side memory across the
+    phases of the round (never sent)."""
+
+    name: str
+    clients: torch.Tensor
+    batches: dict[str, torch.Tensor] = field(default_factory=dict)
+    payload: Tree = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    uploaders: torch.Tensor | None = None
+    plan: Any = None
+
+    def upload_clients(self) -> torch.Tensor:
+        return self.clients if self.uploaders is None else self.uploaders
+
+    def only(self, clients) -> "Phase":
+        """This phase restricted to ``clients`` (failed participants left out)."""
+        keep = torch.as_tensor(sorted(int(c) for c in clients), dtype=torch.long)
+        mask = torch.isin(self.clients, keep)
+        rows = mask.nonzero().flatten()
+        payload = {k: _rows(v, rows) for k, v in self.payload.items()}
+        up = None if self.uploaders is None else self.uploaders[torch.isin(self.uploaders, keep)]
+        return dataclasses.replace(self, clients=self.clients[mask], payload=payload, uploaders=up)
+
+
+@dataclass(frozen=True)
+class ClientView:
+    """What the participants of a phase see (leading dimension ``P`` = participants)."""
+
+    round: int
+    seed: int
+    num_clients: int
+    num_classes: int
+    clients: torch.Tensor                           # global indices of the participants
+    server: dict[str, Params]                       # server models (as broadcast)
+    payload: Tree                                   # per-participant server inputs
+    models: dict[str, Params]                       # own rows of the client models
+    tensors: dict[str, torch.Tensor]                # own rows of the client tensors
+    batches: dict[str, tuple[torch.Tensor, torch.Tensor]]   # (x [R, P, B, ...], y [R, P, B])
+    train: Any = None                               # train split of exactly the participants
+    test: Any = None                                # their test split (Per-FedAvg adapt_on="test")
+
+
+class Algorithm:
+    """Base of every registered algorithm: ``round`` derived from the contract."""
+
+    client_models: tuple[str, ...] = ()
+    client_tensors: tuple[str, ...] = ()
+    server_rows: dict[str, int] = {}
+
+    def is_client_model(self, name: str) -> bool:
+        return name in self.client_models
+
+    def round(self, state: State, fed, model) -> State:
+        """Communication round ``t = state.round`` → the state of round ``t + 1``."""
+        return engine_round(self, state, fed, model)
+
+
+# ---- the engine ----------------------------------------------------------------------
+
+def engine_round(alg, state: State, fed, model) -> State:
+    """Run every phase of round ``t`` batched over the participants; ``round = t + 1``."""
+    return run_phases(alg, state, fed, model, alg.first_phase(state, fed, model)).replace(
+        round=state.round + 1)
+
+
+def run_phases(alg, state: State, fed, model, phase: Phase | None) -> State:
+    while phase is not None:
+        view = engine_view(alg, state, fed, phase)
+        kept, upload = alg.client_update(phase, model, view)
+        state = scatter_client_state(alg, state, phase.clients, kept)
+        uploads = upload_rows(phase, upload)
+        state, phase = alg.server_aggregate(phase, state, uploads, fed, model)
+    return state
+
+
+def initial_state(alg, fed, model, seed: int) -> State:
+    """``alg.server_init`` then its ``init_phase`` (the clients' part of initialisation)."""
+    state = alg.server_init(fed, model, seed)
+    return run_phases(alg, state, fed, model, alg.init_phase(state, fed, model))
+
+
+def server_init(alg, fed, model, seed: int) -> State:
+    """The data-free initial state (what a Flower server can compute from the counts)."""
+    return alg.server_init(fed, model, seed) if hasattr(alg, "server_init") else \
+        alg.init(fed, model, seed)
+
+
+def engine_view(alg, state: State, fed, phase: Phase) -> ClientView:
+    idx = phase.clients.to(fed.device)
+    models = {k: {n: v[idx] for n, v in p.items()} for k, p in state.models.items()
+              if alg.is_client_model(k)}
+    server = {k: p for k, p in state.models.items()
+              if not alg.is_client_model(k) and k not in alg.server_rows}
+    tensors = {k: state.tensors[k][idx] for k in alg.client_tensors}
+    batches = {k: fed.train.gather(b[:, idx]) for k, b in phase.batches.items()}
+    whole = phase.clients.numel() == fed.num_clients
+    return ClientView(state.round, state.seed, fed.num_clients, fed.num_classes, phase.clients,
+                      server, phase.payload, models, tensors, batches,
+                      fed.train if whole else None, fed.test if whole else None)
+
+
+def scatter_client_state(alg, state: State, clients: torch.Tensor, kept: Tree) -> State:
+    """``state`` with the participants' rows of the client models/tensors replaced (all
+    clients taking part: the new rows as they are)."""
+    if not kept:
+        return state
+    models, tensors = dict(state.models), dict(state.tensors)
+    for name, value in kept.items():
+        store = models if isinstance(value, dict) else tensors
+        store[name] = _scatter(store.get(name), clients, value)
+    return state.replace(models=models, tensors=tensors)
+
+
+def _scatter(old, clients: torch.Tensor, new):
+    if isinstance(new, dict):
+        if not old or not new or clients.numel() == _rows_of(old):
+            return new
+        idx = clients.to(next(iter(old.values())).device)
+        return {k: v.index_copy(0, idx, new[k]) for k, v in old.items()}
+    if old is None or clients.numel() == old.shape[0]:
+        return new
+    return old.index_copy(0, clients.to(old.device), new)
+
+
+def upload_rows(phase: Phase, upload: Tree) -> Tree:
+    """The uploads of ``phase.uploaders`` (rows of the participants' uploads)."""
+    if phase.uploaders is None or phase.uploaders.numel() == phase.clients.numel():
+        return upload
+    rows = torch.isin(phase.clients, phase.uploaders).nonzero().flatten()
+    return {k: _rows(v, rows) for k, v in upload.items()}
+
+
+def with_server(state: State, models: dict[str, Params] | None = None,
+                tensors: dict[str, torch.Tensor] | None = None) -> State:
+    """``state`` with server entries replaced (other entries kept)."""
+    return state.replace(models={**state.models, **(models or {})},
+                         tensors={**state.tensors, **(tensors or {})})
+
+
+def train_phase(state: State, fed, steps: int, batch_size: int, clients_per_round: int, *,
+                name: str = "train", payload=None) -> Phase:
+    """The common draw: ``steps`` mini-batches for every client, then ``S`` clients
+    (FedAvg's order on stream 0 of the round generator)."""
+    from algorithms.base import sample_clients
+
+    gen = state.generator()
+    batches = fed.sample_batches(steps, batch_size, gen)
+    chosen = sample_clients(fed.num_clients, clients_per_round, gen)
+    return Phase(name, chosen, {"sgd": batches}, payload or {})
+
+
+def client_federation(fed, i: int):
+    """Client ``i`` of ``fed`` as a one-client federation (same rows, same order): what a
+    client holds under Flower, what it gets from ``Federation.from_client_arrays([x_i],
+    [y_i], seed=seed + i)``."""
+    from synthetic.federation import Federation, Split
+
+    if not 0 <= i < fed.num_clients:
+        raise ValueError(f"client index {i} outside 0..{fed.num_clients - 1}")
+
+    def part(s: Split) -> Split:
+        o, c = int(s.offsets[i]), int(s.counts[i])
+        return Split(s.x[o:o + c].clone(), s.y[o:o + c].clone(),
+                     torch.zeros(1, dtype=torch.long, device=s.offsets.device),
+                     s.counts[i:i + 1].clone())
+
+    return Federation(part(fed.train), part(fed.test), fed.num_classes, f"{fed.name}[{i}]")
+
+
+def stack_trees(trees: list[Tree]) -> Tree:
+    """Per-client dicts of parameter dicts / tensors (``[1, ...]`` rows) → one dict stacked
+    along dim 0, in list order."""
+    out: Tree = {}
+    for name in (trees[0] if trees else {}):
+        rows = [t[name] for t in trees]
+        out[name] = torch.cat(rows) if isinstance(rows[0], torch.Tensor) else \
+            {k: torch.cat([r[k] for r in rows]) for k in rows[0]}
+    return out
+
+
+def everyone(fed) -> torch.Tensor:
+    return torch.arange(fed.num_clients)
+
+
+def _rows(value, rows: torch.Tensor):
+    if isinstance(value, dict):
+        return {k: v[rows.to(v.device)] for k, v in value.items()}
+    return value[rows.to(value.device)]
+
+
+def _rows_of(params: Params) -> int:
+    return next(iter(params.values())).shape[0]

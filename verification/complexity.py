@@ -129,17 +129,31 @@ def rademacher_mlp_lower(x: Any, *, widths: Sequence[int], spectral_bounds: Sequ
     xt = torch.as_tensor(x, dtype=torch.float64)
     bounds = torch.as_tensor(mb, dtype=torch.float64)
 
-    def rescale(ws: list) -> list:
+    vecs: list = [None] * len(bounds)  # power-iteration vectors, warm-started per step
+
+    def rescale(ws: list, exact: bool = False) -> list:
+        """W_l · M_l / ‖W_l‖₂: exact (SVD) at the end, warm-started power iteration while
+        ascending (any positive rescaling keeps the ascent valid; only the end must be
+        feasible)."""
         out = []
-        for w, bound in zip(ws, bounds):
-            s = torch.linalg.matrix_norm(w, ord=2)[..., None, None].clamp_min(1e-300)
-            out.append(w * (bound / s))
+        for k, (w, bound) in enumerate(zip(ws, bounds)):
+            if exact:
+                s = torch.linalg.matrix_norm(w, ord=2)
+            else:
+                v = vecs[k] if vecs[k] is not None else torch.ones(*w.shape[:-2], w.shape[-1],
+                                                                     dtype=w.dtype)
+                for _ in range(3):
+                    v = (w.transpose(-1, -2) @ (w @ v[..., None]))[..., 0]
+                    v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True).clamp_min(1e-300)
+                vecs[k] = v
+                s = torch.linalg.vector_norm(w @ v[..., None], dim=(-2, -1))
+            out.append(w * (bound / s.clamp_min(1e-300))[..., None, None])
         return out
 
     params = [torch.randn(n, r, w_list[l + 1], w_list[l], generator=gen, dtype=torch.float64)
               for l in range(len(w_list) - 1)]
     with torch.no_grad():
-        params = rescale(params)
+        params = rescale(params, exact=True)
     for p in params:
         p.requires_grad_(True)
     n_steps = positive_int("steps", steps, minimum=0)
@@ -155,7 +169,7 @@ def rademacher_mlp_lower(x: Any, *, widths: Sequence[int], spectral_bounds: Sequ
             for p, q in zip(params, rescale(new)):  # back onto ‖W_l‖₂ = M_l
                 p.copy_(q)
     with torch.no_grad():
-        val = (eps * mlp_forward(rescale(params), xt)).mean(-1).abs()
+        val = (eps * mlp_forward(rescale(params, exact=True), xt)).mean(-1).abs()
         best = val.max(dim=1).values.numpy()
     return float(best.mean()), float(best.std(ddof=1) / math.sqrt(n))
 

@@ -68,7 +68,22 @@ def aggregation_equal_sizes(ctx: Context) -> Outcome:
                                                aggregation=agg), fed, w0, ctx.seed)
                for agg in ("uniform", "weighted")]
         out[case] = float((res[0] - res[1]).abs().max() / res[0].abs().max())
-    holds = out["equal"] <= ctx.tolerance and out["unequal"] > 1e3 * ctx.tolerance
+    # each rule against its own hand formula (so swapping them is seen): random uploads,
+    # unequal sizes, w^{t+1} = (1−β)w + β Σ c_i w_i / Σ c_i with c = 1 (paper) or n_i (code)
+    g = torch.Generator().manual_seed(ctx.seed)
+    s_ = p["clients_per_round"]
+    w_glob = {"theta": torch.randn(1, 3, generator=g, dtype=torch.float64)}
+    w_loc = {"theta": torch.randn(p["clients"], 3, generator=g, dtype=torch.float64)}
+    counts = torch.arange(1, p["clients"] + 1, dtype=torch.float64) * 7
+    chosen = torch.arange(s_)
+    for agg, c in (("uniform", torch.ones(s_, dtype=torch.float64)), ("weighted", counts[:s_])):
+        alg = ex.exact_prox_pfedme(lam=2.0, lr=0.1, clients_per_round=s_, aggregation=agg,
+                                   beta=1.5)
+        got = alg.aggregate(w_glob, w_loc, chosen, counts)["theta"]
+        want = -0.5 * w_glob["theta"] + 1.5 * (c[:, None] * w_loc["theta"][:s_]).sum(0) / c.sum()
+        out[f"{agg}_vs_hand"] = float((got - want).abs().max())
+    holds = (out["equal"] <= ctx.tolerance and out["unequal"] > 1e3 * ctx.tolerance
+             and out["uniform_vs_hand"] <= ctx.tolerance and out["weighted_vs_hand"] <= ctx.tolerance)
     return Outcome(measured=out, theoretical={"equal": 0.0, "unequal": "> 0"}, holds=holds,
                    detail=f"relative difference uniform vs weighted: equal sizes "
                           f"{out['equal']:.1e}, unequal sizes {out['unequal']:.1e}")

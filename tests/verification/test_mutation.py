@@ -1,0 +1,52 @@
+"""verification/mutation.py: the catalogue's size and kinds, patching and restoring, and two
+real mutants against their checks (one killed, the unmutated code leaves verdicts alone)."""
+
+import pytest
+
+from algorithms import sam
+from verification import mutation
+from verification.mutation_catalogue import CATALOGUE, KINDS, Mutant
+from verification.runner import load_checks
+
+
+def test_catalogue_has_at_least_40_mutants_of_every_kind_with_known_checks():
+    assert len(CATALOGUE) >= 40
+    assert len({m.name for m in CATALOGUE}) == len(CATALOGUE)
+    assert {m.kind for m in CATALOGUE} == set(KINDS)
+    checks, errors = load_checks()
+    assert not errors
+    for m in CATALOGUE:
+        assert set(m.checks) <= set(checks), m.name
+        mutation._resolve(m.target)  # every target exists
+
+
+def test_applied_patches_importers_and_restores():
+    from verification.checks import plgu as plgu_checks
+
+    original = sam.perturbation
+    m = next(m for m in CATALOGUE if m.name == "sam.sign_flip")
+    with mutation.applied(m):
+        assert sam.perturbation is not original
+        assert plgu_checks.perturbation is sam.perturbation  # `from algorithms.sam import ...`
+    assert sam.perturbation is original and plgu_checks.perturbation is original
+    with pytest.raises(ValueError, match="module:name"):
+        mutation._resolve("algorithms.sam")
+    with pytest.raises(ValueError, match="kind"):
+        Mutant("x", "typo", "algorithms.sam:perturbation", lambda f: f, ("plgu.perturbation_norm",))
+
+
+def test_a_killed_mutant_and_an_identity_mutant(capsys):
+    killed = next(m for m in CATALOGUE if m.name == "sam.rho_x1.01")
+    harmless = Mutant("identity", "constant", "algorithms.sam:perturbation", lambda f: f,
+                      ("plgu.perturbation_norm",))
+    res = mutation.run_mutants([killed, harmless], quick=True)
+    assert res[0].killed and "HOLDS → FAILS" in res[0].changes[0]
+    assert not res[1].killed  # an unchanged function must not "kill" anything
+    assert "KILLED" in capsys.readouterr().out
+
+
+def test_main_prints_kill_rate_last(capsys):
+    assert mutation.main(["--quick", "--only", "cgpfl.local_gradient_1/N"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1] == "mutation kill rate: 1/1"
+    assert mutation.main(["--only", "no-such-mutant"]) == 2

@@ -1,8 +1,19 @@
 """Per-client evaluation and the summaries every report uses.
 
-Per-client accuracy and loss are computed over each client's *whole* split, batched over
-all clients in padded chunks (:meth:`synthetic.federation.Split.chunks`) and reduced per
-client.  Summaries of a per-client accuracy vector ``a[N]`` (with sample counts ``n[N]``):
+Per-client accuracy and mean cross-entropy are computed over each client's *whole* split.
+:func:`evaluate_models` evaluates several models in **one pass** over the flat data:
+
+* every client's samples are cut into blocks of ``block`` rows
+  (:meth:`synthetic.federation.Split.blocks`; only each client's last block is padded);
+* a group of blocks is gathered once and shared by all models; per-client models are
+  applied with one batched matrix product per group, shared (``[1, ...]``) models with
+  one plain matrix product;
+* for :class:`~algorithms.models.MLR`, models with the same leading dimension are fused
+  into one wider weight matrix, so their logits come from a single product;
+* per-row loss and correctness are summed per block, then added to their client.
+
+No Python loop runs over clients; models given twice (the same tensors) are evaluated
+once.  Summaries of a per-client accuracy vector ``a[N]`` (with sample counts ``n[N]``):
 
 * ``mean`` — ``(1/N) Σ a_i`` (each client counts once);
 * ``weighted`` — ``Σ n_i a_i / Σ n_i`` (= total correct / total samples, what the pFedMe
@@ -18,29 +29,137 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from algorithms.base import Params
+from algorithms.models import MLR
+
+#: bytes of gathered features per group of blocks (bounds evaluation's working memory)
+GROUP_BYTES = 2 << 20
+
+
+def _key(params: Params) -> tuple:
+    return tuple((k, v.data_ptr(), tuple(v.shape), tuple(v.stride())) for k, v in params.items())
+
+
+def _row_metrics(logits: torch.Tensor, y: torch.Tensor, rank: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Class-major ``logits[G, K, C, c]`` (K models, C classes, c rows), labels
+    ``y[G, 1, 1, c]`` (int64), ``rank = C − j`` ``[C, 1]`` (logits' dtype) → per-row
+    ``(correct, cross-entropy)`` ``[G, K, 1, c]``; ``logits`` is overwritten.
+
+    The loss is ``−log_softmax[y]``; the prediction is the *first* class at the maximum
+    (``torch.argmax``'s tie rule: an all-equal row predicts class 0), found exactly as
+    the largest ``(sign(logit − max) + 1)·(C − j)``.  Every step reduces over the class
+    axis with the rows contiguous, which vectorises (over a last axis of length C it does
+    not: ``log_softmax`` there is ~20× slower)."""
+    g, k, c, rows = logits.shape
+    yk = y.expand(g, k, 1, rows)
+    ce = torch.log_softmax(logits, 2).gather(2, yk).neg_()
+    top = logits.amax(2, keepdim=True)
+    first = logits.sub_(top).sign_().add_(1).mul_(rank).amax(2, keepdim=True)
+    return first == (c - yk).to(first.dtype), ce
+
+
+def block_size(counts: torch.Tensor, row_floats: int, param_floats: int) -> int:
+    """The block length (8 … 256) moving the fewest floats: padded rows (features +
+    logits) plus one copy of the per-client parameters per block."""
+    c = counts.detach().cpu().to(torch.float64)
+
+    def cost(b: int) -> float:
+        blocks = float(torch.ceil(c / b).sum())
+        return blocks * (b * row_floats + param_floats)
+    return min((8, 16, 32, 64, 128, 256), key=cost)
+
+
+class _Stacked:
+    """The K models' parameters arranged for one product per group of blocks.
+
+    MLR: ``(W_1 | … | W_K)ᵀ`` ``[·, K·C, d]`` and biases ``[·, K·C, 1]`` — for all
+    clients at once when that is small (≤ 64 MB), else gathered per group; other models:
+    each model's parameters, gathered per group."""
+
+    def __init__(self, model, plan: list[Params], n: int):
+        self.model, self.plan, self.k = model, plan, len(plan)
+        self.mlr = isinstance(model, MLR)
+        self.whole = None
+        if self.mlr:
+            w = plan[0]["fc.weight"]
+            if n * w.shape[1] * w.shape[2] * self.k * w.element_size() <= 64 << 20:
+                self.whole = self._mlr(lambda v: v.expand(n, *v.shape[1:]))
+
+    def _mlr(self, rows):
+        w = torch.cat([rows(p["fc.weight"]) for p in self.plan], -1).transpose(1, 2)
+        b = torch.cat([rows(p["fc.bias"]) for p in self.plan], -1).unsqueeze(2)
+        return w.contiguous(), b.contiguous()
+
+    def logits(self, bc: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``[G, K, C, c]`` on the gathered rows ``x[G, c, ...]`` of blocks owned
+        by clients ``bc[G]``."""
+        g = bc.numel()
+
+        def rows(v: torch.Tensor) -> torch.Tensor:
+            return v.expand(g, *v.shape[1:]) if v.shape[0] == 1 else v.index_select(0, bc)
+        if self.mlr:
+            w, b = (self.whole[0].index_select(0, bc), self.whole[1].index_select(0, bc)) \
+                if self.whole is not None else self._mlr(rows)
+            out = torch.baddbmm(b, w, x.flatten(2).transpose(1, 2))
+            return out.view(g, self.k, -1, x.shape[1])
+        outs = [self.model.forward({k: rows(v) for k, v in p.items()}, x) for p in self.plan]
+        return torch.stack(outs, 1).permute(0, 1, 3, 2)
 
 
 @torch.no_grad()
-def evaluate(model, params: Params, split, *, chunk: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+def evaluate_models(model, models: dict[str, Params], split, *, block: int | None = None
+                    ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Per-client ``(accuracy [N], mean loss [N])`` of every model in ``models``
+    (``{name: params}``, each ``[N, ...]`` or ``[1, ...]`` broadcast to every client) on
+    ``split``, in one pass over the data (see module doc); ``block`` rows per block
+    (default: :func:`block_size`)."""
+    n = split.num_clients
+    unique: dict[tuple, Params] = {}
+    alias: dict[str, tuple] = {}
+    for name, p in models.items():
+        lead = next(iter(p.values())).shape[0]
+        if lead not in (1, n):
+            raise ValueError(f"model {name!r} has leading dimension {lead}; expected 1 or {n}")
+        alias[name] = _key(p)
+        unique.setdefault(alias[name], p)
+    plan = list(unique.values())
+    if block is None:
+        per_client = sum(v[0].numel() for p in plan for v in p.values() if v.shape[0] == n)
+        block = block_size(split.counts, split.x[0].numel() + 10 * len(plan), per_client)
+    stacked = _Stacked(model, plan, n)
+    sums = torch.zeros(2, n, len(plan), dtype=torch.float64, device=split.x.device)
+    block_client, index, valid = split.blocks(block)
+    row_bytes = max(1, split.x[0].numel() * split.x.element_size())
+    per_group = max(1, GROUP_BYTES // (block * row_bytes))
+    rank = None
+    for start in range(0, block_client.numel(), per_group):
+        bc = block_client[start:start + per_group]
+        idx = index[start:start + per_group]
+        flat = idx.flatten()
+        x = split.x.index_select(0, flat).view(*idx.shape, *split.x.shape[1:])
+        y = split.y.index_select(0, flat).view(idx.shape[0], 1, 1, idx.shape[1])
+        logits = stacked.logits(bc, x)
+        if rank is None:
+            c = logits.shape[2]
+            rank = (c - torch.arange(c, device=x.device, dtype=logits.dtype))[:, None]
+        ok, ce = _row_metrics(logits, y, rank)
+        mask = valid[start:start + per_group][:, None, None, :]
+        # per-block sums (≤ 256 rows) in the data's precision, accumulated in float64
+        sums[0].index_add_(0, bc, (ok & mask).sum((2, 3)).to(torch.float64))
+        sums[1].index_add_(0, bc, ce.mul_(mask).sum((2, 3)).to(torch.float64))
+    per = sums / split.counts.to(torch.float64)[None, :, None]
+    column = {k: j for j, k in enumerate(unique)}
+    return {name: (per[0, :, column[alias[name]]], per[1, :, column[alias[name]]])
+            for name in models}
+
+
+def evaluate(model, params: Params, split, *, block: int | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-client ``(accuracy [N], mean loss [N])`` of ``params`` (``[N, ...]`` or
     ``[1, ...]`` broadcast to every client) on ``split``."""
-    n = split.num_clients
-    p = {k: v.expand(n, *v.shape[1:]) for k, v in params.items()} if \
-        next(iter(params.values())).shape[0] == 1 else params
-    correct = torch.zeros(n, dtype=torch.float64, device=split.x.device)
-    loss = torch.zeros_like(correct)
-    for clients, x, y, mask in split.chunks(chunk):
-        logits = model.forward({k: v[clients] for k, v in p.items()}, x)
-        nb, b, c = logits.shape
-        ce = F.cross_entropy(logits.reshape(nb * b, c), y.reshape(-1), reduction="none").view(nb, b)
-        m = mask.to(torch.float64)
-        correct.index_add_(0, clients, ((logits.argmax(-1) == y).to(torch.float64) * m).sum(1))
-        loss.index_add_(0, clients, (ce.to(torch.float64) * m).sum(1))
-    counts = split.counts.to(torch.float64)
-    return correct / counts, loss / counts
+    return evaluate_models(model, {"model": params}, split, block=block)["model"]
 
 
 def tail_size(n: int, fraction: float = 0.05) -> int:

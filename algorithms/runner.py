@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from algorithms.base import State
 from algorithms.checkpoint import save_checkpoint
-from algorithms.evaluation import evaluate, summarize
+from algorithms.evaluation import evaluate_models, summarize
 
 
 class NonFiniteError(RuntimeError):
@@ -85,22 +85,26 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: bool = True
                      ) -> dict[str, Any]:
-    """Metrics of every model the algorithm evaluates, at ``state``."""
+    """Metrics of every model the algorithm evaluates, at ``state``: one fused pass over
+    the test split and (``train_loss``) one over the train split for all models together
+    (:func:`algorithms.evaluation.evaluate_models`)."""
     entry: dict[str, Any] = {"round": state.round}
-    for name, params in algorithm.evaluated(state).items():
-        acc, loss = evaluate(model, params, federation.test)
+    models = algorithm.evaluated(state)
+    test = evaluate_models(model, models, federation.test)
+    train = evaluate_models(model, models, federation.train) if train_loss else {}
+    w = federation.test.counts.double()
+    wt = federation.train.counts.double()
+    for name in models:
+        acc, loss = test[name]
         s = summarize(acc, federation.test.counts)
-        w = federation.test.counts.double()
         entry[f"{name}_accuracy"] = s["weighted"]
         entry[f"{name}_accuracy_mean"] = s["mean"]
         entry[f"{name}_accuracy_low5"] = s["low5"]
         entry[f"{name}_accuracy_top5"] = s["top5"]
         entry[f"{name}_loss"] = float((loss * w).sum() / w.sum())
         if train_loss:
-            _, tl = evaluate(model, params, federation.train)
-            wt = federation.train.counts.double()
-            entry[f"{name}_train_loss"] = float((tl * wt).sum() / wt.sum())
-        entry[f"{name}_client_accuracy"] = [round(float(a), 6) for a in acc.cpu()]
+            entry[f"{name}_train_loss"] = float((train[name][1] * wt).sum() / wt.sum())
+        entry[f"{name}_client_accuracy"] = acc.cpu().double().numpy().round(6).tolist()
     if hasattr(algorithm, "diagnostics"):
         entry.update(algorithm.diagnostics(state, federation, model))
     return entry

@@ -45,6 +45,28 @@ class Split:
         """``(x[index], y[index])`` for an index tensor of any shape (e.g. ``[N, B]``)."""
         return self.x[index], self.y[index]
 
+    def blocks(self, size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every client's samples cut into blocks of ``size`` rows, in flat order:
+        ``(client [nb], index [nb, size], valid [nb, size])``.  Only a client's last block
+        is padded (repeating its last sample, ``valid`` False there); clients without
+        samples have no block.  Vectorised: no loop over clients; the last layout asked
+        for is remembered (evaluation asks for the same one every round)."""
+        size = positive_int("size", size)
+        cached = self.__dict__.get("_blocks")
+        if cached is not None and cached[0] == size:
+            return cached[1]
+        dev = self.counts.device
+        per_client = torch.div(self.counts + size - 1, size, rounding_mode="floor")
+        client = torch.repeat_interleave(torch.arange(self.num_clients, device=dev), per_client)
+        first = torch.cumsum(per_client, 0) - per_client
+        start = (torch.arange(client.numel(), device=dev) - first[client]) * size
+        pos = start[:, None] + torch.arange(size, device=dev)[None, :]
+        count = self.counts[client][:, None]
+        valid = pos < count
+        index = self.offsets[client][:, None] + torch.minimum(pos, count - 1)
+        object.__setattr__(self, "_blocks", (size, (client, index, valid)))  # frozen: cache only
+        return client, index, valid
+
     def chunks(self, chunk: int = 1024
                ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
         """Yield ``(clients [n], x [n, c, ...], y [n, c], mask [n, c])`` covering every

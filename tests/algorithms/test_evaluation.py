@@ -1,11 +1,12 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from algorithms.evaluation import evaluate, summarize, tail_size
-from algorithms.models import MLR
+from algorithms.evaluation import evaluate, evaluate_models, summarize, tail_size
+from algorithms.models import DNN, MLP, MLR
 from synthetic.federation import Federation
 
 
@@ -34,7 +35,7 @@ def test_evaluate_matches_a_per_client_loop():
     fed = Federation.from_client_arrays(xs, ys, num_classes=3, device="cpu", dtype=torch.float64)
     model = MLR(4, 3)
     params = model.init(3, seed=0, dtype=torch.float64, same=False)
-    acc, loss = evaluate(model, params, fed.test, chunk=4)
+    acc, loss = evaluate(model, params, fed.test, block=4)
     for i in range(3):
         o, c = int(fed.test.offsets[i]), int(fed.test.counts[i])
         logits = fed.test.x[o:o + c] @ params["fc.weight"][i] + params["fc.bias"][i]
@@ -42,3 +43,90 @@ def test_evaluate_matches_a_per_client_loop():
         assert math.isclose(float(acc[i]), float((logits.argmax(1) == y).double().mean()))
         ce = torch.nn.functional.cross_entropy(logits, y)
         assert math.isclose(float(loss[i]), float(ce), rel_tol=1e-12)
+
+
+def _loop_metrics(model, params, split):
+    """Independent per-client loop: torch.argmax and F.cross_entropy on each client."""
+    accs, losses = [], []
+    for i in range(split.num_clients):
+        o, c = int(split.offsets[i]), int(split.counts[i])
+        p = {k: v[i if v.shape[0] > 1 else 0][None] for k, v in params.items()}
+        logits = model.forward(p, split.x[o:o + c][None])[0]
+        y = split.y[o:o + c]
+        accs.append(float((logits.argmax(1) == y).double().mean()))
+        losses.append(float(torch.nn.functional.cross_entropy(logits, y)))
+    return torch.tensor(accs, dtype=torch.float64), torch.tensor(losses, dtype=torch.float64)
+
+
+def _federation(sizes=(7, 40, 3, 130, 2, 19), dim=5, classes=4, seed=0):
+    rng = np.random.RandomState(seed)
+    xs = [rng.randn(n, dim) for n in sizes]
+    ys = [rng.randint(0, classes, n) for n in sizes]
+    return Federation.from_client_arrays(xs, ys, num_classes=classes, device="cpu",
+                                         dtype=torch.float64)
+
+
+@pytest.mark.parametrize("block", [None, 1, 3, 8, 256])
+@pytest.mark.parametrize("model", [MLR(5, 4), DNN(5, 4, hidden=6)])
+def test_fused_evaluation_matches_a_per_client_loop(model, block):
+    # personalized [N], global [1] and local [N] together, as pFedMe's runner asks
+    fed = _federation()
+    n = fed.num_clients
+    models = {"personalized": model.init(n, seed=1, dtype=torch.float64, same=False),
+              "global": model.init(1, seed=2, dtype=torch.float64),
+              "local": model.init(n, seed=3, dtype=torch.float64, same=False)}
+    for split in (fed.train, fed.test):
+        got = evaluate_models(model, models, split, block=block)
+        assert list(got) == list(models)
+        for name, params in models.items():
+            acc, loss = _loop_metrics(model, params, split)
+            torch.testing.assert_close(got[name][0], acc, rtol=0, atol=1e-12)
+            # float64 throughout; log_softmax vs cross_entropy differ by rounding only
+            torch.testing.assert_close(got[name][1], loss, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_evaluation_matches_the_loop():
+    fed = _federation().to(dtype=torch.float32)
+    model = MLR(5, 4)
+    params = model.init(fed.num_clients, seed=4, same=False)
+    acc, loss = evaluate(model, params, fed.train)
+    ref_acc, ref_loss = _loop_metrics(model, params, fed.train)
+    torch.testing.assert_close(acc, ref_acc, rtol=0, atol=1e-12)
+    # float32 logits, per-block sums of <= 256 rows in float32: ~1e-6 relative
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-6)
+
+
+def test_ties_follow_argmax_first_index():
+    # all-zero weights: every class ties, argmax predicts class 0, so accuracy is the
+    # share of label 0 (a "correct if the label reaches the maximum" rule would give 1)
+    fed = _federation()
+    model = MLR(5, 4)
+    zero = {k: torch.zeros_like(v) for k, v in model.init(1, dtype=torch.float64).items()}
+    acc, loss = evaluate(model, zero, fed.test)
+    for i in range(fed.num_clients):
+        o, c = int(fed.test.offsets[i]), int(fed.test.counts[i])
+        assert float(acc[i]) == float((fed.test.y[o:o + c] == 0).double().mean())
+    torch.testing.assert_close(loss, torch.full_like(loss, math.log(4)))
+
+
+def test_shared_parameters_are_evaluated_once():
+    calls = []
+
+    class Counting(MLP):
+        def forward(self, params, x):
+            calls.append(x.shape)
+            return super().forward(params, x)
+
+    fed = _federation()
+    model = Counting(5, 4, hidden=(3,))
+    p = model.init(fed.num_clients, seed=0, dtype=torch.float64, same=False)
+    both = evaluate_models(model, {"a": p, "b": p}, fed.test, block=512)
+    assert len(calls) == 1  # one group, one forward for the two names
+    assert torch.equal(both["a"][0], both["b"][0])
+
+
+def test_bad_leading_dimension():
+    fed = _federation()
+    model = MLR(5, 4)
+    with pytest.raises(ValueError, match="leading dimension"):
+        evaluate_models(model, {"m": model.init(2, dtype=torch.float64)}, fed.test)

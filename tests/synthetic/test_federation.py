@@ -3,7 +3,7 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from synthetic.federation import Federation
+from synthetic.federation import Federation, Split
 
 
 def _arrays(sizes, dim=3, seed=0):
@@ -75,3 +75,22 @@ def test_to_changes_dtype_keeps_labels():
     xs, ys = _arrays([4, 6])
     fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu").to(dtype=torch.float64)
     assert fed.dtype == torch.float64 and fed.train.y.dtype == torch.long
+
+
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=6), st.integers(1, 9))
+def test_blocks_cover_each_sample_once_padding_only_the_last_block(sizes, size):
+    counts = torch.tensor(sizes)
+    offsets = torch.cumsum(counts, 0) - counts
+    split = Split(torch.zeros(int(counts.sum()), 1), torch.zeros(int(counts.sum()), dtype=torch.long),
+                  offsets, counts)
+    client, index, valid = split.blocks(size)
+    seen = torch.zeros(int(counts.sum()), dtype=torch.long)
+    seen.index_add_(0, index[valid], torch.ones(int(valid.sum()), dtype=torch.long))
+    assert torch.equal(seen, torch.ones_like(seen))
+    for i, n in enumerate(sizes):
+        mine = client == i
+        assert int(mine.sum()) == -(-n // size)                      # ceil(n / size) blocks
+        rows = index[mine]
+        assert bool(((rows >= offsets[i]) & (rows < offsets[i] + max(n, 1))).all())
+        assert int((~valid[mine]).sum()) == (-(-n // size)) * size - n   # padding: last block
+    assert split.blocks(size)[1] is index                             # remembered

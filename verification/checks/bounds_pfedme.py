@@ -31,7 +31,7 @@ from algorithms.models import MLR, QuadraticMean
 from algorithms.pfedme import PFedMe
 from algorithms.steps import prox_steps
 from pfl_theory import moreau, pfedme
-from pfl_theory.constants import mlr_constants, quadratic_constants
+from pfl_theory.constants import diversity_sup, mlr_constants, quadratic_constants
 from synthetic.contexts import classification_contexts
 from synthetic.federation import Federation
 from verification import estimators as est
@@ -285,3 +285,174 @@ def thm1_mlr(ctx: Context) -> Outcome:
                "constants": {"mu": curv.mu, "L": curv.L, "lam": lam, "beta": beta, "eta": eta,
                              "gamma_f_sq": gamma_sq, "nu": nu, "delta_sq": delta_sq,
                              "sigma_F1_sq": sigma_sq, "Delta0": delta0}})
+
+
+# ------------------------------------------------------- Theorem 1, client sampling
+@check("pfedme.bound_thm1_sampling", paper=PAPER,
+       reference="Theorem 1(a), client-sampling term (N/S − 1)σ²_{F,1}/(μ_F T N), §B.6",
+       kind="envelope", tolerance=ENVELOPE_FACTOR, tolerance_reason=FACTOR_REASON,
+       quick={"clients": 66, "sampled": [2, 3, 6, 11, 22, 33], "dim": 3, "lam": 0.25,
+              "reps": 4},
+       full={"clients": 66, "sampled": [2, 3, 6, 11, 22, 33], "dim": 10, "lam": 0.25,
+             "reps": 32})
+@ex.single_threaded
+def thm1_sampling(ctx: Context) -> Outcome:
+    """Noise-free quadratic clients (γ_f = 0, exact prox: δ = 0) started at w* (Δ₀ = 0), so
+    only client sampling moves w: E[F(w̄_T) − F*] at T = T_min against Theorem 1(a) over
+    S ∈ ``sampled`` (N/S − 1 from 32 to 1, 1.5 decades), R = 1, η = η̂₁/β."""
+    p = ctx.params
+    n, d, lam = p["clients"], p["dim"], p["lam"]
+    fed = ex.quadratic_federation(num_clients=n, dim=d, noise=0.0, samples=4, seed=ctx.seed)
+    model = QuadraticMean(d)
+    x, y = est.client_data(fed)
+    curv = quadratic_constants(est.client_hessians(
+        model, {"theta": torch.zeros(n, d, dtype=F64)}, x, y))
+    g0, _ = model.grad({"theta": torch.zeros(n, d, dtype=F64)}, x, y)
+    A, b = torch.eye(d, dtype=F64).expand(n, d, d) * curv.mu, -g0["theta"]
+    gamma_sq = est.gamma_f_sq(model, x, y, [{"theta": torch.zeros(1, d, dtype=F64)}])
+    mu_f = lam * curv.mu / (lam + curv.mu)
+    beta = _beta_for(lam / mu_f)
+    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_1(lam=lam, mu=curv.mu, beta=beta),
+                                  beta=beta, R=1)
+    T = math.ceil(pfedme.min_rounds_theorem1(lam=lam, mu=curv.mu, beta=beta))
+    hf = moreau.envelope_hessian_quadratic(A, lam=lam).mean(0)
+    grad0 = moreau.quadratic_envelope(A, b, torch.zeros(n, d, dtype=F64), lam=lam).grad.mean(0)
+    w_star = -torch.linalg.solve(hf, grad0)
+    env_star = moreau.quadratic_envelope(A, b, w_star.expand(n, d), lam=lam)
+    sigma_sq = pfedme.sigma_F1_sq(env_star.grad.numpy())
+    sampled = np.array(p["sampled"])
+    measured = np.zeros(sampled.size)
+    for j, s in enumerate(sampled):
+        alg = PFedMe(lam=lam, lr=eta, personal_lr=1.0 / (curv.L + lam), inner_steps=1,
+                     local_rounds=1, batch_size=1, beta=beta, clients_per_round=int(s))
+        for rep in range(p["reps"]):
+            ws = _trajectory(alg, fed, model, {"theta": w_star[None].clone()}, T,
+                             ctx.seed * 1000 + rep)
+            wbar = _averages(torch.cat([w["theta"] for w in ws]).numpy(), np.array([T]),
+                             eta * beta, mu_f)
+            env = moreau.quadratic_envelope(A, b, torch.as_tensor(wbar).expand(n, d), lam=lam)
+            measured[j] += (float(env.value.mean()) - float(env_star.value.mean())) / p["reps"]
+    bound = pfedme.theorem1a(T=T, R=1, N=n, S=sampled, beta=beta, lam=lam, mu=curv.mu,
+                             delta_sq=0.0, sigma_F1_sq=sigma_sq, Delta0=0.0)
+    shape = np.asarray(bound.total, dtype=float)
+    ratio = n / sampled - 1.0
+    return _envelope(
+        measured, shape, p,
+        detail=(f"N/S - 1 = {ratio.tolist()}, T = T_min = {T}; gamma_f^2 = {gamma_sq:g} "
+                f"(exact), sigma_F1^2 = {sigma_sq:.3g}, mu_F = {mu_f:.3g}, beta = {beta:.4g}; "
+                f"{p['reps']} runs per S"),
+        extra={"N/S-1": ratio.tolist(), "measured": measured.tolist(), "shape": shape.tolist(),
+               "T": T, "terms": {k: np.asarray(v, dtype=float).tolist()
+                                 for k, v in bound.terms.items()}})
+
+
+# ------------------------------------------------------- Theorem 2, non-convex
+class CosineClients(QuadraticMean):
+    """Smooth non-convex client losses f̃(θ; x) = a Σ_k cos(ω(θ_k − x_k)) (bounded below,
+    periodic), so f_i(θ) = a Σ_k Re(c_ik e^{iωθ_k}) with c_ik = mean_j e^{−iωx_ijk}; exact
+    smoothness L = aω² max_{i,k}|c_ik| (:meth:`smoothness`).  Parameters ``{"theta"}``."""
+
+    def __init__(self, dim: int, *, a: float, omega: float):
+        super().__init__(dim)
+        self.a, self.omega = float(a), float(omega)
+
+    def per_client_loss(self, params, x, y):
+        th = params["theta"][:, None, :]
+        return self.a * torch.cos(self.omega * (th - x.flatten(2))).sum(-1).mean(1)
+
+    def grad(self, params, x, y):
+        th = params["theta"][:, None, :]
+        arg = self.omega * (th - x.flatten(2))
+        g = -self.a * self.omega * torch.sin(arg).mean(1)
+        return {"theta": g}, self.a * torch.cos(arg).sum(-1).mean(1)
+
+    def smoothness(self, x: torch.Tensor) -> float:
+        """Exact L = sup_θ max_i ‖∇²f_i(θ)‖₂ (the Hessian is diagonal) for client data x [N, n, d]."""
+        c = torch.complex(torch.cos(self.omega * x), -torch.sin(self.omega * x)).mean(1)
+        return float(self.a * self.omega ** 2 * c.abs().max())
+
+
+def _envelope_grads(model, x, ws: torch.Tensor, lam: float, L: float):
+    """∇F(w) = (1/N)Σλ(w − θ̂_i(w)) and F(w) for every row of ``ws`` [M, d], exact prox by
+    gradient descent (step 1/(λ+L), contraction 2L/(λ+L) per step) to ‖∇h‖² ≤ 1e-24."""
+    m, n, d = ws.shape[0], x.shape[0], ws.shape[1]
+    xr = x[None].expand(m, -1, -1, -1).reshape(m * n, *x.shape[1:])
+    wr = ws[:, None, :].expand(m, n, d).reshape(m * n, d)
+
+    def f(theta):
+        return model.per_client_loss({"theta": theta}, xr, None)
+
+    env = moreau.prox(f, wr, lam=lam, tol=1e-24, method="gd", step=1.0 / (lam + L),
+                      max_iter=5000)
+    return env.grad.reshape(m, n, d).mean(1), env.value.reshape(m, n).mean(1)
+
+
+@check("pfedme.bound_thm2_nonconvex", paper=PAPER,
+       reference="Theorem 2(a) (non-convex), docs/formulas.md §B.6", kind="envelope",
+       tolerance=ENVELOPE_FACTOR, tolerance_reason=FACTOR_REASON,
+       quick={"clients": 5, "dim": 2, "a": 1 / 16, "omega": 2.0, "inner_steps": 2,
+              "batch": 5, "reps": 1, "points": 6},
+       full={"clients": 10, "dim": 2, "a": 1 / 16, "omega": 2.0, "inner_steps": 2,
+             "batch": 5, "reps": 8, "points": 6})
+@ex.single_threaded
+def thm2_nonconvex(ctx: Context) -> Outcome:
+    """E‖∇F(w_{t*})‖² (t* uniform on 0..T−1, ∇F exact by prox) of the engine's pFedMe on
+    non-convex cosine clients, λ = √(8L²+1) (the theorem's smallest λ, L exact), R = 1,
+    β = 1, η = η̂₂ = 1/(75λ³), against Theorem 2(a) over T = 75λ²·2^j (T in units of
+    1/(η̂₂L_F)).  σ_f² is the max diversity over a 16×16 grid of one period of the (periodic)
+    losses, γ_f² the max per-sample variance there, ν the engine's worst inner residual,
+    F* the min of F over that grid and the run (an upper estimate, so Δ_F is a lower one)."""
+    p = ctx.params
+    n, d = p["clients"], p["dim"]
+    fed = ex.quadratic_federation(num_clients=n, dim=d, noise=0.3, samples=40, seed=ctx.seed)
+    model = CosineClients(d, a=p["a"], omega=p["omega"])
+    x, y = est.client_data(fed)
+    L = model.smoothness(x)
+    lam = math.sqrt(8 * L ** 2 + 1)
+    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_2(lam=lam, L=L), beta=1.0, R=1)
+    grid = _grid(math.ceil(75 * lam ** 2), p["points"])
+    period = 2 * math.pi / p["omega"]
+    axis = torch.linspace(0, period, 17, dtype=F64)[:-1]
+    torus = torch.cartesian_prod(*[axis] * d)
+    g_pts, _ = model.grad({"theta": torus[:, None, :].expand(-1, n, -1).reshape(-1, d)},
+                          x[None].expand(len(torus), -1, -1, -1).reshape(-1, *x.shape[1:]), None)
+    sigma_f_sq = diversity_sup(g_pts["theta"].reshape(len(torus), n, d).numpy())
+    pts = [{"theta": t[None]} for t in torus[:: max(1, len(torus) // 16)]]
+    gamma_sq = est.gamma_f_sq(model, x, y, pts)
+    alg = PFedMe(lam=lam, lr=eta, personal_lr=1.0 / (lam + L), inner_steps=p["inner_steps"],
+                 local_rounds=1, batch_size=p["batch"], beta=1.0, clients_per_round=n)
+    w0 = {"theta": period * torch.rand(1, d, generator=torch.Generator().manual_seed(ctx.seed),
+                                       dtype=F64)}
+    measured = np.zeros(len(grid))
+    f_vals = []
+    for rep in range(p["reps"]):
+        ws = torch.cat([w["theta"] for w in _trajectory(alg, fed, model, w0, int(grid[-1]),
+                                                        ctx.seed * 1000 + rep)])
+        gF, fv = _envelope_grads(model, x, ws, lam, L)
+        sq = (gF ** 2).sum(1).numpy()
+        measured += np.array([sq[:T].mean() for T in grid]) / p["reps"]
+        f_vals.append(fv)
+    nu = _inner_residual(model, fed, alg, pts[:4] + [{"theta": ws[int(t)][None]} for t in grid],
+                         ctx.seed + 17)
+    delta_sq = pfedme.lemma1_delta_sq(lam=lam, gamma_f_sq=gamma_sq, batch_size=p["batch"],
+                                      nu=nu, L=L)
+    _, f_torus = _envelope_grads(model, x, torus, lam, L)
+    f_star = min(float(f_torus.min()), min(float(v.min()) for v in f_vals))
+    delta_f = float(f_vals[0][0]) - f_star
+    sigma2 = pfedme.sigma_F2_sq(lam=lam, L=L, sigma_f_sq=sigma_f_sq)
+    bound = pfedme.theorem2a(T=grid, R=1, N=n, beta=1.0, lam=lam, L=L, delta_sq=delta_sq,
+                             sigma_F2_sq=sigma2, Delta_F=delta_f)
+    shape = np.asarray(bound.total, dtype=float)
+    trivial = 2 * lam * delta_f  # ‖∇F(w)‖² ≤ 2L_F(F(w) − F*) while F stays below F(w0)
+    return _envelope(
+        measured, shape, p,
+        detail=(f"T = {grid.tolist()}; L = {L:.4g} (exact), lam = sqrt(8L^2+1) = {lam:.4g}, "
+                f"eta = eta_hat_2 = {eta:.3g}, sigma_f^2 = {sigma_f_sq:.3g}, sigma_F2^2 = "
+                f"{sigma2:.3g}, gamma_f^2 = {gamma_sq:.3g}, nu = {nu:.2g}, delta^2 = "
+                f"{delta_sq:.3g}, Delta_F = {delta_f:.3g}; shape (C = 1) above 2 L_F Delta_F = "
+                f"{trivial:.3g} at {int((shape >= trivial).sum())}/{len(grid)} grid points"),
+        extra={"T": grid.tolist(), "measured": measured.tolist(), "shape": shape.tolist(),
+               "terms": {k: np.asarray(v, dtype=float).tolist() for k, v in bound.terms.items()},
+               "constants": {"L": L, "lam": lam, "eta": eta, "sigma_f_sq": sigma_f_sq,
+                             "sigma_F2_sq": sigma2, "gamma_f_sq": gamma_sq, "nu": nu,
+                             "delta_sq": delta_sq, "Delta_F": delta_f}})

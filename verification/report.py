@@ -23,6 +23,7 @@ from typing import Any
 
 from verification.registry import _jsonable
 from verification.suite import CheckRun, SuiteRun
+from verification.tightness import tightness_markdown
 
 MAX_CELL = 48  # characters of a value shown in a table cell
 
@@ -144,6 +145,7 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
                  short(r0.measured), short(r0.theoretical), f"**{_verdict_cell(run)}**",
                  short(details[0], 160), fig_cell]
         lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    lines += tightness_markdown(suite)  # bound/envelope checks (verification/tightness.py)
     if any(run.check.tolerance_reason for run in suite.runs):
         lines += ["", "## Tolerances", ""]
         for run in suite.runs:

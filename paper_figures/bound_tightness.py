@@ -1,0 +1,172 @@
+"""Figure: every bound next to its measurement, per theorem, on log axes over the grid.
+
+Not a figure of any paper — the picture a theory paper never shows: for each check of kind
+``bound`` (a theorem's right-hand side with computed constants) or ``envelope`` (an O(·)
+shape with the implied constant C), the measured quantity and the bound at every grid point
+(step sizes, sample sizes, input scales, radii…), and the trivial bound where the check
+states one.  The vertical distance between the two curves is the tightness.
+
+Source: the ``results.json`` named by ``PFLT_RESULTS_JSON`` (a file or a directory holding
+one), else the most recent ``results.json`` with bound/envelope checks under ``out_dir`` or
+``./verify_out``, else a fresh quick run of the bound/envelope checks (seed ``seed``) in
+``out_dir/bound_tightness_run``.  Grid data come from each result's ``extra``: ``grid``
+(``{"name", "values", "measured", "bound", "trivial"}``, verification/bound_grid.py) or, for
+envelopes, ``measured``/``shape`` lists with the constant ``C`` (bound = C·shape) and the
+grid variable as the other list of equal length.
+
+Files: ``bound_tightness.png`` and ``bound_tightness.csv`` (long format: ``check, verdict,
+variable, x, measured, bound, trivial``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from paper_figures._io import write_csv
+
+ENV_VAR = "PFLT_RESULTS_JSON"
+KINDS = ("bound", "envelope")
+
+
+def _has_bounds(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(c.get("kind") in KINDS for c in data.get("checks", []) if isinstance(c, dict))
+
+
+def find_results(out_dir: Path) -> Path | None:
+    """The results.json to draw (module docstring), or ``None``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env)
+        path = path / "results.json" if path.is_dir() else path
+        if not path.is_file():
+            raise FileNotFoundError(f"{ENV_VAR}={env!r}: no results.json there")
+        return path
+    candidates = [p for p in Path(out_dir).rglob("results.json") if p.is_file()]
+    default = Path("verify_out") / "results.json"
+    if default.is_file():
+        candidates.append(default)
+    candidates = [p for p in candidates if _has_bounds(p)]
+    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
+def _float(v: Any) -> float:
+    if isinstance(v, str):  # results.json stores non-finite floats as strings
+        return {"Infinity": math.inf, "-Infinity": -math.inf}.get(v, math.nan)
+    return math.nan if v is None else float(v)
+
+
+def series(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """Grid series of one results.json check entry (the seed with the smallest tightness),
+    or ``None`` when its results carry no grid data."""
+    results = [r for r in entry.get("results", []) if r.get("verdict") != "ERROR"]
+    if not results:
+        return None
+    r = min(results, key=lambda r: _float(r.get("tightness")))
+    extra = r.get("extra") or {}
+    grid = extra.get("grid")
+    if isinstance(grid, dict) and grid.get("values"):
+        trivial = grid.get("trivial") or [math.nan] * len(grid["values"])
+        return {"name": grid.get("name", "x"), "x": [_float(v) for v in grid["values"]],
+                "measured": [_float(v) for v in grid["measured"]],
+                "bound": [_float(v) for v in grid["bound"]],
+                "trivial": [_float(v) for v in trivial]}
+    meas, shape, c = extra.get("measured"), extra.get("shape"), extra.get("C")
+    if isinstance(meas, list) and isinstance(shape, list) and c is not None \
+            and len(meas) == len(shape) >= 2 and all(not isinstance(v, list) for v in meas):
+        name, xs = "grid index", list(range(1, len(meas) + 1))
+        for key, val in extra.items():
+            if key not in ("measured", "shape", "ratios") and isinstance(val, list) \
+                    and len(val) == len(meas) and all(isinstance(v, (int, float)) for v in val):
+                name, xs = key, val
+                break
+        return {"name": name, "x": [_float(v) for v in xs],
+                "measured": [_float(v) for v in meas],
+                "bound": [_float(c) * _float(v) for v in shape],
+                "trivial": [math.nan] * len(meas)}
+    return None
+
+
+def load_series(path: Path) -> list[dict[str, Any]]:
+    """``[{id, verdict, kind, name, x, measured, bound, trivial}]`` for every bound/envelope
+    check of a results.json that carries grid data."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
+        raise ValueError(f"{path}: not a pflt verify results.json (no 'checks' list)")
+    out = []
+    for entry in data["checks"]:
+        if entry.get("kind") in KINDS:
+            s = series(entry)
+            if s is not None:
+                out.append({"id": entry["id"], "verdict": entry.get("verdict", "?"),
+                            "kind": entry["kind"], **s})
+    return out
+
+
+def _fresh_run(out_dir: Path, seed: int) -> Path:
+    from verification import runner
+
+    checks, import_errors = runner.load_checks()
+    run_dir = Path(out_dir) / "bound_tightness_run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runner.clear_previous(run_dir)
+    suite = runner.run_suite(runner.select(checks, kinds=list(KINDS)), size="quick",
+                             seeds=[seed], out_dir=run_dir, progress=False)
+    return runner.write_outputs(suite, run_dir)[0]
+
+
+def _positive(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    pairs = [(x, y) for x, y in zip(xs, ys) if y > 0 and math.isfinite(y)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
+    """Draw one panel per bound/envelope check; returns ``[png, csv]``.  ``quick`` does not
+    change the drawing (a fresh run is always at quick size)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = find_results(out_dir) or _fresh_run(out_dir, seed)
+    panels = load_series(source)
+    csv_path = write_csv(out_dir / "bound_tightness.csv",
+                         ["check", "verdict", "variable", "x", "measured", "bound", "trivial"],
+                         [(p["id"], p["verdict"], p["name"], x, m, b, t) for p in panels
+                          for x, m, b, t in zip(p["x"], p["measured"], p["bound"],
+                                                p["trivial"])])
+    ncols = 3
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
+    for ax, p in zip(axes.ravel(), panels):
+        for key, style, label in (("bound", "-", "bound"), ("measured", "o-", "measured"),
+                                  ("trivial", "--", "trivial bound")):
+            xs, ys = _positive(p["x"], p[key])
+            if xs:
+                ax.plot(xs, ys, style, label=label,
+                        color={"bound": "#1565c0", "measured": "#ef6c00",
+                               "trivial": "#9e9e9e"}[key])
+        ax.set_yscale("log")
+        if all(x > 0 for x in p["x"]):
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(p["name"])
+        ax.set_title(f"{p['id']}\n{p['kind']}: {p['verdict']}", fontsize=8)
+        ax.legend(fontsize=7)
+    for ax in axes.ravel()[len(panels):]:
+        ax.axis("off")
+    if not panels:
+        axes[0, 0].text(0.5, 0.5, "no bound/envelope results with grid data",
+                        ha="center", va="center", transform=axes[0, 0].transAxes)
+    fig.tight_layout()
+    png_path = out_dir / "bound_tightness.png"
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    return [png_path, csv_path]

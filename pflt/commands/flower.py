@@ -6,11 +6,14 @@ data, the server runs :class:`algorithms.flower.strategy.PFLStrategy`.  ``--back
 uses Flower's simulation engine (``flwr.simulation.run_simulation``, ClientApps in Ray
 worker processes; start-up takes tens of seconds), ``--backend inprocess`` (default) the
 same ServerApp/ClientApp objects over an in-process grid.  ``--compare`` also runs the
-in-process batched engine with the same seed and reports the largest parameter
-difference (0 expected: the Flower run uses the engine's own update code and draws).
+in-process batched engine with the same seed and prints the largest difference over the
+state's models and tensors (0 expected for every registered algorithm: the Flower run
+executes the algorithm's own client/server functions on the same draws).  Clients that fail
+or time out are left out of that round's aggregation and listed under ``failures``.
+``--checkpoint-every k`` writes ``OUT/checkpoint.pt`` (the full state, collected from the
+clients) every k rounds; ``--resume OUT --rounds T`` continues that run to round T.
 Writes ``flower_history.json`` and ``flower_summary.json`` to ``--out``.  Needs the extra
-``flower`` (``pip install "pfl-theory[flower]"``).  Checkpoints and ``--resume`` are not
-supported under Flower.
+``flower`` (``pip install "pfl-theory[flower]"``).
 """
 
 from __future__ import annotations
@@ -47,8 +50,7 @@ def run(args) -> int:
     except ImportError:
         raise UserError(INSTALL_HINT) from None
     options = opts.resolve(args)
-    if options.get("resume") or options.get("checkpoint_every"):
-        raise UserError("--resume/--checkpoint-every are not supported by flower-sim")
+    from algorithms.checkpoint import load_checkpoint
     from algorithms.models import build_model
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
@@ -61,21 +63,33 @@ def run(args) -> int:
     algorithm = options_algorithm(options)
     settings = Settings.of(algorithm, num_clients=fed.num_clients, seed=options["seed"],
                            model=options["model"], hidden=options["hidden"], l2=options["l2"])
+    out = Path(options["out"])
+    state = None
+    if options.get("resume"):
+        state = load_checkpoint(out / "checkpoint.pt", algorithm)
+        if state.round >= options["rounds"]:
+            raise UserError(f"the checkpoint is already at round {state.round}; "
+                            f"pass --rounds larger than that to continue")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run_options.json").write_text(json.dumps(opts.saved(options), indent=1))
     print(f"{options['algorithm']} under Flower ({args.backend}): N={fed.num_clients} clients, "
-          f"{options['rounds']} rounds, model={options['model']}", file=sys.stderr)
+          f"{options['rounds']} rounds, model={options['model']}"
+          + (f", resuming at round {state.round}" if state else ""), file=sys.stderr)
+    every = options.get("checkpoint_every")
     result = simulate(settings, fed, rounds=options["rounds"], eval_every=options["eval_every"],
                       backend=args.backend, cpus_per_client=args.cpus_per_client,
-                      threads=options.get("threads") or 1)
+                      threads=options.get("threads") or 1, state=state,
+                      checkpoint=out / "checkpoint.pt" if every else None,
+                      checkpoint_every=every, errors_as_replies=True)
     last = result.history[-1] if result.history else {}
     summary = {k: v for k, v in last.items()}
+    summary["failures"] = result.failures
     if args.compare:
         from algorithms.runner import run as run_engine
         model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
         ref = run_engine(algorithm, fed, model, rounds=options["rounds"], seed=options["seed"],
                          eval_every=options["rounds"], progress=False).state
         summary["max_abs_difference_vs_engine"] = max_difference(result.state, ref)
-    out = Path(options["out"])
-    out.mkdir(parents=True, exist_ok=True)
     (out / "flower_history.json").write_text(json.dumps(result.history, indent=1))
     (out / "flower_summary.json").write_text(json.dumps(summary, indent=1))
     for key, value in summary.items():
@@ -90,8 +104,15 @@ def options_algorithm(options: dict):
 
 
 def max_difference(a, b) -> float:
-    """Largest absolute difference over all models of two engine states (same keys)."""
-    if set(a.models) != set(b.models):
-        raise ValueError(f"models differ: {sorted(a.models)} vs {sorted(b.models)}")
-    return max((float((a.models[m][k].double() - b.models[m][k].double()).abs().max())
-                for m in b.models for k in b.models[m]), default=0.0)
+    """Largest absolute difference over all models and tensors of two engine states (same
+    keys and shapes)."""
+    if set(a.models) != set(b.models) or set(a.tensors) != set(b.tensors):
+        raise ValueError(f"states differ: {sorted(a.models)} {sorted(a.tensors)} vs "
+                         f"{sorted(b.models)} {sorted(b.tensors)}")
+    pairs = [(a.models[m][k], b.models[m][k]) for m in b.models for k in b.models[m]]
+    pairs += [(a.tensors[k], b.tensors[k]) for k in b.tensors]
+    for x, y in pairs:
+        if x.shape != y.shape:
+            raise ValueError(f"shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}")
+    return max((float((x.double() - y.double()).abs().max()) for x, y in pairs if y.numel()),
+               default=0.0)

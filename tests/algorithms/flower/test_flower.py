@@ -231,6 +231,18 @@ def test_cli_flower_sim_matches_engine(capsys, tmp_path):
     line = next(l for l in out.splitlines() if l.startswith("max_abs_difference_vs_engine"))
     assert float(line.split()[-1]) <= ATOL
     assert (tmp_path / "flower_history.json").exists()
+    # an algorithm with server-side state (the hypernetwork), checkpoint and resume
+    args = ["flower-sim", "--algorithm", "pfedhn", "--clients", "4", "--dtype", "float64",
+            "--clients-per-round", "2", "--local-rounds", "2", "--no-progress"]
+    assert main(args + ["--rounds", "1", "--checkpoint-every", "1", "--out",
+                        str(tmp_path / "hn")]) == 0
+    assert (tmp_path / "hn" / "checkpoint.pt").exists()
+    capsys.readouterr()
+    assert main(["flower-sim", "--resume", str(tmp_path / "hn"), "--rounds", "2",
+                 "--compare"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines()
+                if l.startswith("max_abs_difference_vs_engine"))
+    assert float(line.split()[-1]) <= ATOL
 
 
 @pytest.mark.slow

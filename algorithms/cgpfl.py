@@ -105,7 +105,10 @@ class _CGPFLBase(Algorithm):
                     check=positive)
     personal_lr: float = hp(0.01, "learning rate η of the S personalized steps", check=positive)
     inner_steps: int = hp(5, "personalized steps S per local round", check=positive_int)
-    lr: float = hp(1.0, "learning rate β of the local generalized-model step", check=positive)
+    lr: float = hp(0.005, "learning rate β of the local generalized-model step (default: the "
+                          "paper's 0.005; with local_step='pfedme' the step β·λ = 0.06 is "
+                          "stable on the default data, β = 1 gives β·λ = 12 and diverges)",
+                   check=positive)
     local_step: str = hp("pfedme", "scale c of the local step ω̃ ← ω̃ − β·c·(ω̃ − θ̃): "
                                    "'pfedme' c = λ (β = pFedMe's η), 'paper' c = 2/N (∇_ω G)")
     local_scale: float = hp(0.0, "explicit c of the local step (> 0 overrides local_step)",

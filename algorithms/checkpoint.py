@@ -64,3 +64,24 @@ def load_checkpoint(path: str | Path, algorithm=None, *, device=None) -> State:
     models = {k: {n: t.to(device) for n, t in v.items()} for k, v in payload["models"].items()}
     tensors = {k: v.to(device) for k, v in payload["tensors"].items()}
     return State(int(payload["round"]), int(payload["seed"]), models, tensors)
+
+
+def check_compatible(state: State, reference: State, path: str | Path = "checkpoint") -> None:
+    """``state`` (loaded) fits ``reference`` (a fresh ``algorithm.init`` on the same
+    federation and model): every model both hold has the same parameter names and per-row
+    shapes (the leading dimension — N clients, K contexts, 1 — may differ, as contexts and
+    stages evolve), else :class:`CheckpointError` naming the first mismatch."""
+    shared = [name for name in reference.models if name in state.models]
+    if not shared:
+        raise CheckpointError(f"{path} holds models {sorted(state.models)}, this run has "
+                              f"{sorted(reference.models)}")
+    for name in shared:
+        got, want = state.models[name], reference.models[name]
+        if set(got) != set(want):
+            raise CheckpointError(f"{path}: model {name!r} has parameters {sorted(got)}, "
+                                  f"this run's model has {sorted(want)}")
+        for k, t in want.items():
+            if tuple(got[k].shape[1:]) != tuple(t.shape[1:]) or got[k].dim() != t.dim():
+                raise CheckpointError(
+                    f"{path}: {name}.{k} has shape {tuple(got[k].shape)}, this run's model "
+                    f"needs {tuple(t.shape)} (another --model, --hidden or --data?)")

@@ -37,6 +37,7 @@ Readings and departures (docs/formulas.md §D.2, §D.6):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp,
                              register, sq_distance, validate_hyperparameters)
@@ -59,6 +60,9 @@ class PLGUGRep(Algorithm):
     Λ_i = diag ξ_i (eq. 10); ``eq13`` and ``exponent`` choose the readings of eqs. 12–13."""
 
     client_models = ("personal", "local_body")
+    #: the model ``pflt run`` uses when none is named: the scores need body layers below
+    #: the head, which the one-layer default ``mlr`` does not have
+    default_model: ClassVar[str] = "mlp"
 
     lr: float = hp(0.02, "local SGD learning rate η", check=positive)
     head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update",

@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from pfl_theory.validation import positive_int
+from pfl_theory.validation import NonFiniteValueError, positive_int
 
 ZERO_POLICIES = ("zeros", "uniform")
 
@@ -75,7 +75,7 @@ def _layer_diff_norms(personalized: Mapping[str, torch.Tensor],
         dims.append(dim)
     out = torch.stack(norms, dim=1)
     if not torch.isfinite(out).all():
-        raise ValueError("parameters contain NaN or inf")
+        raise NonFiniteValueError("parameters contain NaN or inf")
     return out, dims
 
 
@@ -114,7 +114,7 @@ def top_layers(xi: torch.Tensor, D: int) -> torch.Tensor:
     if xi.dim() != 2:
         raise ValueError(f"xi must have shape [N, L], got {tuple(xi.shape)}")
     if not torch.isfinite(xi).all():
-        raise ValueError("xi contains NaN or inf")
+        raise NonFiniteValueError("xi contains NaN or inf")
     D = positive_int("D", D, minimum=0)
     if D > xi.shape[1]:
         raise ValueError(f"D must be <= L = {xi.shape[1]}, got {D}")

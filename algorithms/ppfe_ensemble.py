@@ -105,7 +105,9 @@ def stage_statistics(model, params: Params, split, weights: torch.Tensor, *, num
     s = miss if score == "miss" else F.cross_entropy(logits, split.y, reduction="none").double()
     pw, mask = to_padded(weights.to(torch.float64), split)
     pw = pw / pw.sum(-1, keepdim=True)     # exact normalisation (π may be stored in float32)
-    eps = weighted_error(pw, to_padded(miss, split)[0], mask)
+    # Σ_j π_j·miss_j of normalised weights can exceed 1 by rounding (1 + 9e-16 seen with
+    # every sample missed); the error is a probability, so clip the rounding away
+    eps = weighted_error(pw, to_padded(miss, split)[0], mask).clamp(0.0, 1.0)
     if rule == "uniform":
         alpha = torch.ones_like(eps)
     else:

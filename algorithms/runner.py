@@ -7,8 +7,15 @@ them): ``<name>_accuracy`` (sample-weighted, = total correct / total samples),
 ``<name>_loss`` (test, weighted), ``<name>_train_loss``, the per-client accuracy vector
 ``<name>_client_accuracy``, algorithm diagnostics, and wall time.  Writes
 ``history.json`` (everything, plus the configuration) and ``history.csv`` (scalars) to
-``out_dir`` after every evaluation.  A non-finite state stops the run with
-:class:`NonFiniteError` naming the round; the history so far is kept and saved.
+``out_dir`` after every evaluation (and the configuration, with the round-0 evaluation
+``initial_evaluation``, before the first round).
+
+Divergence contract: a run stops with :class:`DivergenceError` naming the round and the
+model when the state becomes non-finite, an internal NaN guard fires in a round
+(:class:`~pfl_theory.validation.NonFiniteValueError`: k-means, proximal solvers, scores),
+or an evaluated loss is non-finite or exceeds ``EXPLOSION_FACTOR`` (1e3) × max(that
+model's round-0 test loss, 1) (:func:`divergence`); the history so far (including the
+offending evaluation) is kept and saved.  ``pflt run`` exits 1.
 """
 
 from __future__ import annotations
@@ -16,27 +23,110 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
 from tqdm.auto import tqdm
 
 from algorithms.base import State
 from algorithms.checkpoint import save_checkpoint
 from algorithms.evaluation import evaluate_models, summarize
+from pfl_theory.validation import NonFiniteValueError
 
 
-class NonFiniteError(RuntimeError):
-    """The run produced NaN/inf; ``round`` is the first bad round, ``history`` what was kept."""
+#: a loss above EXPLOSION_FACTOR × max(initial loss, 1) counts as divergence (see
+#: :func:`divergence`).  Cross-entropy of a trained classifier stays within a small multiple
+#: of its initial value log C (a confidently wrong model on every sample: tens); a diverging
+#: step reaches 1e5 … 1e35 within a few rounds.
+EXPLOSION_FACTOR = 1e3
 
-    def __init__(self, round_: int, history: "History"):
-        super().__init__(f"non-finite parameters after round {round_}: the run diverged "
-                         "(try a smaller learning rate); results so far are kept")
+
+class DivergenceError(RuntimeError):
+    """The run diverged (non-finite state, non-finite or exploded loss, or an internal NaN
+    guard fired); ``round`` is the first bad round, ``model`` the model named, ``history``
+    what was kept (saved to ``out_dir``)."""
+
+    def __init__(self, round_: int, history: "History", *, model: str | None = None,
+                 reason: str | None = None):
+        where = f" of model {model!r}" if model else ""
+        reason = reason or f"non-finite parameters{where} after round {round_}"
+        super().__init__(f"{reason}: the run diverged (try a smaller learning rate); "
+                         "results so far are kept")
         self.round = round_
+        self.model = model
         self.history = history
+
+
+NonFiniteError = DivergenceError  # the former name
+
+
+def divergence(entry: dict[str, Any], initial: dict[str, Any] | None
+               ) -> tuple[str, str] | None:
+    """The divergence contract at an evaluation: a reason if some evaluated model's test or
+    train loss is NaN/inf or exceeds ``EXPLOSION_FACTOR × max(L0, 1)`` with ``L0`` that
+    model's test loss at round 0 (``initial``, recorded in the history's config as
+    ``initial_evaluation``), as ``(reason, model)``, else ``None``."""
+    for key, value in entry.items():
+        if not (key.endswith("_loss") and isinstance(value, float)):
+            continue
+        name = key[:-len("_train_loss")] if key.endswith("_train_loss") else key[:-len("_loss")]
+        if not math.isfinite(value):
+            return f"{key} of model {name!r} is {value} after round {entry['round']}", name
+        ref = (initial or {}).get(f"{name}_loss")
+        if ref is not None and math.isfinite(ref) and value > EXPLOSION_FACTOR * max(ref, 1.0):
+            return (f"{key} of model {name!r} is {value:.3g} after round {entry['round']}, "
+                    f"more than {EXPLOSION_FACTOR:g} × max(initial loss {ref:.3g}, 1)"), name
+    return None
+
+
+def non_finite_model(state: State) -> str | None:
+    """The name of the first model (or tensor) of ``state`` holding NaN/inf, else ``None``."""
+    for name, params in state.models.items():
+        if not all(bool(torch.isfinite(v).all()) for v in params.values()):
+            return name
+    for name, v in state.tensors.items():
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            return name
+    return None
+
+
+def initial_evaluation(algorithm, state: State, federation, model) -> dict[str, float]:
+    """Test accuracy and loss of every evaluated model at the initial state (round 0): the
+    reference of :func:`divergence`."""
+    out: dict[str, float] = {}
+    w = federation.test.counts.double()
+    for name, (acc, loss) in evaluate_models(model, algorithm.evaluated(state),
+                                             federation.test).items():
+        out[f"{name}_accuracy"] = summarize(acc, federation.test.counts)["weighted"]
+        out[f"{name}_loss"] = float((loss * w).sum() / w.sum())
+    return out
+
+
+def _play_round(algorithm, state: State, federation, model, history: "History",
+                out_dir) -> State:
+    """One round under the divergence contract: an internal NaN guard
+    (:class:`~pfl_theory.validation.NonFiniteValueError`) or a non-finite state raises
+    :class:`DivergenceError` naming the round (history saved first)."""
+    try:
+        new = algorithm.round(state, federation, model)
+    except NonFiniteValueError as exc:
+        _stop(history, out_dir, state.round + 1, non_finite_model(state),
+              f"round {state.round + 1} produced non-finite values inside the algorithm ({exc})")
+    bad = non_finite_model(new)
+    if bad is not None:
+        _stop(history, out_dir, new.round, bad, None)
+    return new
+
+
+def _stop(history: "History", out_dir, round_: int, model: str | None, reason: str | None):
+    if out_dir is not None:
+        history.save(out_dir)
+    raise DivergenceError(round_, history, model=model, reason=reason)
 
 
 @dataclass
@@ -132,20 +222,24 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
     if checkpoint_every is not None and (checkpoint_every < 1 or out_dir is None):
         raise ValueError("checkpoint_every needs a value >= 1 and an out_dir")
     history = History(cfg) if history is None else history
-    state = algorithm.init(federation, model, seed) if state is None else state
+    if state is None:
+        state = algorithm.init(federation, model, seed)
+        history.config["initial_evaluation"] = initial_evaluation(algorithm, state,
+                                                                  federation, model)
+        if out_dir is not None:  # a run killed before its first evaluation keeps its config
+            history.save(out_dir)
     start_wall = time.perf_counter()
     bar = tqdm(range(state.round, rounds), desc=cfg["algorithm"], unit="round",
                disable=not progress, dynamic_ncols=True)
     for _ in bar:
-        state = algorithm.round(state, federation, model)
-        if not state.is_finite():
-            if out_dir is not None:
-                history.save(out_dir)
-            raise NonFiniteError(state.round, history)
+        state = _play_round(algorithm, state, federation, model, history, out_dir)
         if state.round % eval_every == 0 or state.round == rounds:
             entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
             entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
             history.entries.append(entry)
+            diverged = divergence(entry, history.config.get("initial_evaluation"))
+            if diverged is not None:
+                _stop(history, out_dir, state.round, diverged[1], diverged[0])
             first = next((k for k, v in entry.items()
                           if k.endswith("_accuracy") and isinstance(v, float)), None)
             if first:

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from pfl_theory.validation import positive_int
+from pfl_theory.validation import NonFiniteValueError, positive_int
 
 __all__ = ["KMeansResult", "kmeans", "lloyd", "match_clusters", "align_result", "inertia"]
 
@@ -76,7 +76,7 @@ def _prepare(points: Any, weights: Any) -> tuple[torch.Tensor, torch.Tensor, Any
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"points must have shape [N, d] with N, d >= 1, got {tuple(x.shape)}")
     if not bool(torch.isfinite(x).all()):
-        raise ValueError("points contain NaN or inf")
+        raise NonFiniteValueError("points contain NaN or inf")
     if weights is None:
         w = torch.ones(x.shape[0], dtype=torch.float64, device=x.device)
     else:

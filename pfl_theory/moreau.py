@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from pfl_theory.validation import nonnegative, positive, positive_int
+from pfl_theory.validation import NonFiniteValueError, nonnegative, positive, positive_int
 
 __all__ = [
     "Envelope", "MoreauConstants", "quadratic_value", "quadratic_prox",
@@ -78,7 +78,7 @@ def _as_backend(*xs: Any) -> tuple[list[Any], bool]:
         out = [np.asarray(x, dtype=np.float64) for x in xs]
         finite = [bool(np.isfinite(x).all()) for x in out]
     if not all(finite):
-        raise ValueError("inputs contain NaN or inf")
+        raise NonFiniteValueError("inputs contain NaN or inf")
     return out, bool(tensors)
 
 
@@ -189,7 +189,7 @@ def prox(
     if not isinstance(w, torch.Tensor):
         raise ValueError("w must be a torch tensor (use quadratic_envelope for numpy)")
     if not torch.all(torch.isfinite(w)):
-        raise ValueError("w contains NaN or inf")
+        raise NonFiniteValueError("w contains NaN or inf")
     single = w.ndim == 1
     if w.ndim not in (1, 2):
         raise ValueError(f"w must have shape [d] or [N, d], got {tuple(w.shape)}")

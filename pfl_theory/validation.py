@@ -10,6 +10,12 @@ from typing import Any
 import numpy as np
 
 
+class NonFiniteValueError(ValueError):
+    """An array holds NaN or inf.  A ``ValueError`` (bad input to a public function); the
+    training runner reports one raised inside a round as the run's divergence (exit 1,
+    naming the round) rather than as a user error."""
+
+
 def _finite(name: str, value: Any) -> float:
     try:
         v = float(value)
@@ -72,5 +78,5 @@ def finite_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndarra
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
+        raise NonFiniteValueError(f"{name} contains NaN or inf")
     return arr

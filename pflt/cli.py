@@ -2,10 +2,15 @@
 
 Sub-commands are discovered from the modules of :mod:`pflt.commands`: each module
 defines ``add_parser(subparsers)`` which registers its sub-command and sets
-``func=<callable(args) -> int>`` as default.  User errors (bad input) are raised as
-:class:`UserError` or ``ValueError`` and reported in one line with exit code 2 — no
-traceback
-(set ``PFLT_DEBUG=1`` to see it).
+``func=<callable(args) -> int>`` as default.
+
+Error contract: every anticipated error — bad options (argparse), :class:`UserError`,
+``ValueError`` (invalid input to any function, including TOML/JSON decoding), ``OSError``
+(missing file, directory where a file is expected, permissions, disk full),
+``OverflowError``, ``MemoryError`` and CUDA out-of-memory — is reported as *one line*
+``pflt <command>: error: <message>`` on stderr with exit code 2, no traceback (set
+``PFLT_DEBUG=1`` to see it).  A run that diverges exits 1 (see :mod:`algorithms.runner`).
+Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -23,14 +28,40 @@ class UserError(Exception):
     """An error in what the user asked for; printed without a traceback."""
 
 
+#: exception classes reported as a one-line user error (exit 2)
+ANTICIPATED = (UserError, ValueError, OSError, OverflowError, MemoryError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``prog: error: message (see prog --help)``."""
+
+    def error(self, message: str):  # noqa: D102 - argparse API
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's message on one line."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    return " ".join(text.split())
+
+
+def _anticipated(exc: BaseException) -> bool:
+    if isinstance(exc, ANTICIPATED):
+        return True
+    return type(exc).__name__ == "OutOfMemoryError"  # torch.cuda.OutOfMemoryError
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="pflt",
         description="pfl-theory: personalized federated learning algorithms, theory and "
         "numerical verification.",
     )
     parser.add_argument("--version", action="version", version=f"pfl-theory {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     import pflt.commands as commands
 
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -50,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (UserError, ValueError, FileNotFoundError) as exc:
-        if os.environ.get("PFLT_DEBUG"):
-            raise
-        print(f"pflt {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BaseException as exc:
+        if os.environ.get("PFLT_DEBUG") or not _anticipated(exc):
+            raise
+        print(f"pflt {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,9 +12,16 @@ Specifications (the CLI's ``--data``):
   are pooled before partitioning, as the papers do.
 
 Real data are partitioned over ``num_clients`` clients by ``partition``:
-``label-skew`` (``classes_per_client`` labels each, sizes uniform in ``size_range``),
-``dirichlet`` (concentration ``dirichlet_alpha``) or ``iid``; then each client is split
-``train_fraction`` / rest.
+``label-skew`` (``classes_per_client`` labels each, assigned ``class_assignment`` =
+``cyclic`` (default: labels ``(i + j) mod C`` as pFedMe's MNIST generator, which spreads the
+clients evenly over the classes) or ``random``; sizes uniform in ``size_range``; samples drawn
+without replacement unless ``replace``), ``dirichlet`` (concentration ``dirichlet_alpha``) or
+``iid``; then each client is split ``train_fraction`` / rest.  Without ``size_range`` the
+label-skew sizes are chosen to fit the pool (:func:`default_size_range`), so every dataset
+works for every N it can feed.
+
+``seed`` is the *data* seed (the CLI's ``--data-seed``, fixed at 0 by default so that
+training seeds vary the training and not the dataset, as in the papers' experiments).
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ class DataSpec:
     beta: float = 0.5
     partition: str = "label-skew"
     classes_per_client: int = 2
+    class_assignment: str = "cyclic"
+    replace: bool = False
     size_range: tuple[int, int] | None = None
     dirichlet_alpha: float = 0.5
     train_fraction: float = 0.75
@@ -71,10 +80,12 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
                          f"{', '.join(EMBEDDED)}, or one of "
                          f"{', '.join(k + ':DIR' for k in FILE_DATASETS)}")
     if spec.partition == "label-skew":
-        lo_hi = spec.size_range or _default_size_range(len(y), spec.num_clients)
+        lo_hi = spec.size_range or default_size_range(
+            y, spec.num_clients, spec.classes_per_client, spec.class_assignment, spec.replace)
         part = partition.label_skew_partition(
             x, y, num_clients=spec.num_clients, classes_per_client=spec.classes_per_client,
-            size_range=lo_hi, seed=spec.seed)
+            size_range=lo_hi, seed=spec.seed, replace=spec.replace,
+            class_assignment=spec.class_assignment)
     elif spec.partition == "dirichlet":
         part = partition.dirichlet_partition(x, y, num_clients=spec.num_clients,
                                              alpha=spec.dirichlet_alpha, seed=spec.seed)
@@ -86,9 +97,36 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
         name=f"{name}/{spec.partition}")
 
 
-def _default_size_range(pool: int, num_clients: int) -> tuple[int, int]:
-    """Sizes uniform in [mean/2, mean] with mean = pool/N: fits without replacement."""
-    mean = pool // max(num_clients, 1)
-    if mean < 4:
-        raise ValueError(f"{pool} samples cannot feed {num_clients} clients")
-    return max(mean // 2, 2), mean
+def default_size_range(y, num_clients: int, classes_per_client: int,
+                       class_assignment: str = "cyclic", replace: bool = False
+                       ) -> tuple[int, int]:
+    """Label-skew client sizes ``[hi/2, hi]`` that the pool ``y`` can feed.
+
+    ``cyclic`` assignment: the number of clients holding class ``k`` (its load ``L_k``) is
+    known in advance, and a client of size ``n`` takes at most ``n // c + 1`` samples of each
+    of its ``c`` classes, so ``hi = c·(min_k ⌊count_k / L_k⌋ − 1)`` never exhausts a class
+    (drawing without replacement).  ``random`` assignment (and ``replace``): sizes uniform in
+    ``[mean/2, mean]``, ``mean = pool/N`` (a random assignment may still overload a class;
+    the partition then says so)."""
+    import numpy as np
+
+    y = np.asarray(y)
+    n, c = int(num_clients), int(classes_per_client)
+    labels, counts = np.unique(y, return_counts=True)
+    if n < 1 or c < 1 or c > len(labels):
+        return (max(c, 1), max(c, 1))  # the partition reports the invalid N / c itself
+    if class_assignment == "cyclic" and not replace:
+        assigned = (np.arange(n)[:, None] + np.arange(c)[None, :]) % len(labels)
+        load = np.bincount(assigned.ravel(), minlength=len(labels))
+        per = min(int(counts[k] // load[k]) for k in range(len(labels)) if load[k]) - 1
+        hi = c * per
+        if hi < 2 * c:
+            raise ValueError(f"{len(y)} samples of {len(labels)} classes cannot feed "
+                             f"{n} clients with {c} classes each (at most "
+                             f"{max(per, 0)} samples per class per client); use fewer "
+                             f"--clients or the iid/dirichlet partition")
+        return max(hi // 2, c), hi
+    mean = len(y) // max(n, 1)
+    if mean < max(4, 2 * c):
+        raise ValueError(f"{len(y)} samples cannot feed {n} clients")
+    return max(mean // 2, c), mean

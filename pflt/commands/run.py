@@ -47,11 +47,23 @@ def run(args) -> int:
 
 def execute(options: dict, *, progress: bool = True) -> dict | None:
     """Run with fully resolved ``options`` (see :mod:`run_options`); returns the final
-    summary (scalars of the last evaluation), or ``None`` if the run diverged."""
+    summary (scalars of the last evaluation), or ``None`` if the run diverged.  ``OUT`` is
+    locked for the run (:mod:`pflt.out_lock`)."""
+    from pflt.out_lock import out_lock
+
+    if options.get("resume") and not Path(options["resume"]).is_dir():
+        raise UserError(f"--resume {options['resume']} is not a directory")
+
+    with out_lock(options["out"]):
+        return _execute(options, progress=progress)
+
+
+def _execute(options: dict, *, progress: bool) -> dict | None:
     from algorithms.base import get_algorithm
-    from algorithms.checkpoint import load_checkpoint
+    from algorithms.checkpoint import check_compatible, load_checkpoint
     from algorithms.models import build_model
-    from algorithms.runner import History, NonFiniteError, run as run_rounds
+    from algorithms.runner import DivergenceError, History, run as run_rounds
+    from pflt.commands.run_checks import check_memory
     from synthetic.sources import build_federation
 
     out = Path(options["out"])
@@ -60,17 +72,27 @@ def execute(options: dict, *, progress: bool = True) -> dict | None:
         torch.set_num_threads(options["threads"])
     spec = opts.data_spec(options)
     dtype = torch.float64 if options["dtype"] == "float64" else torch.float32
+    check_memory(options)
     fed = build_federation(spec, device=options["device"], dtype=dtype)
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
+    if options.get("model_chosen"):
+        print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "
+              "(pass --model to choose another)", file=sys.stderr)
     state = history = None
     if options.get("resume"):
-        state = load_checkpoint(out / "checkpoint.pt", algorithm, device=fed.device)
-        history = History.load(out)
-        history.entries = [e for e in history.entries if e["round"] <= state.round]
-        if state.round >= options["rounds"]:
-            raise UserError(f"the checkpoint is already at round {state.round}; "
-                            f"pass --rounds larger than that to continue")
-    out.mkdir(parents=True, exist_ok=True)
+        if (out / "checkpoint.pt").exists():
+            state = load_checkpoint(out / "checkpoint.pt", algorithm, device=fed.device)
+            check_compatible(state, algorithm.init(fed, model, options["seed"]),
+                             out / "checkpoint.pt")
+            if (out / "history.json").exists():
+                history = History.load(out)
+                history.entries = [e for e in history.entries if e["round"] <= state.round]
+            if state.round >= options["rounds"]:
+                raise UserError(f"the checkpoint is already at round {state.round}; "
+                                f"pass --rounds larger than that to continue")
+        else:  # killed before its first checkpoint: replay from round 0 (deterministic)
+            print(f"{out} has no checkpoint: running again from round 0 with its saved "
+                  "options", file=sys.stderr)
     (out / "run_options.json").write_text(json.dumps(opts.saved(options), indent=1))
     print(f"{options['algorithm']} on {fed.name}: N={fed.num_clients}, "
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
@@ -82,10 +104,11 @@ def execute(options: dict, *, progress: bool = True) -> dict | None:
                             out_dir=out, progress=progress, state=state, history=history,
                             checkpoint_every=options["checkpoint_every"],
                             config={"data": opts.data_dict(spec),
+                                    "data_seed": options["data_seed"],
                                     "model_options": {"hidden": options["hidden"],
                                                       "l2": options["l2"]}})
-    except NonFiniteError as exc:
-        print(f"pflt run: {exc} (history up to round {exc.round - 1} in {out})", file=sys.stderr)
+    except DivergenceError as exc:
+        print(f"pflt run: error: {exc} (history in {out})", file=sys.stderr)
         return None
     last = result.history.last()
     summary = {k: v for k, v in last.items() if not isinstance(v, (list, dict))}
@@ -94,13 +117,32 @@ def execute(options: dict, *, progress: bool = True) -> dict | None:
     return summary
 
 
-def _print_summary(entry: dict, out: Path) -> None:
+def _number(v) -> str:
+    """4 decimals for ordinary magnitudes, scientific notation otherwise (never wider than
+    10 characters, so the table stays aligned for any value, inf and nan included)."""
+    v = float(v)
+    if v != v or v in (float("inf"), float("-inf")) or v == 0 or 1e-3 <= abs(v) < 1e4:
+        return f"{v:.4f}"
+    return f"{v:.3e}"
+
+
+def summary_table(entry: dict) -> list[str]:
+    """The summary lines: one row per evaluated model, columns right-aligned to the widest
+    cell."""
     names = [k[:-len("_accuracy")] for k, v in entry.items()
              if k.endswith("_accuracy") and isinstance(v, float)]
+    head = ["model", "accuracy", "mean", "low5%", "top5%", "test loss"]
+    rows = [[n] + [_number(entry.get(n + suffix, float("nan"))) for suffix in
+                   ("_accuracy", "_accuracy_mean", "_accuracy_low5", "_accuracy_top5", "_loss")]
+            for n in names]
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    fmt = lambda r: "  ".join([r[0].ljust(widths[0])] +  # noqa: E731
+                              [c.rjust(w) for c, w in zip(r[1:], widths[1:])])
+    return [fmt(head)] + [fmt(r) for r in rows]
+
+
+def _print_summary(entry: dict, out: Path) -> None:
     print(f"\nround {entry['round']}  ({entry.get('wall_seconds', 0):.1f} s)")
-    print(f"{'model':<14}{'accuracy':>10}{'mean':>9}{'low5%':>9}{'top5%':>9}{'test loss':>11}")
-    for n in names:
-        print(f"{n:<14}{entry[n + '_accuracy']:>10.4f}{entry[n + '_accuracy_mean']:>9.4f}"
-              f"{entry[n + '_accuracy_low5']:>9.4f}{entry[n + '_accuracy_top5']:>9.4f}"
-              f"{entry[n + '_loss']:>11.4f}")
+    for line in summary_table(entry):
+        print(line)
     print(f"results: {out}/history.json, {out}/history.csv, {out}/summary.json")

@@ -23,6 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+MODELS = ["mlr", "dnn", "mlp", "cnn"]
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config"}
 
 
@@ -71,14 +72,19 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
-    g.add_argument("--model", default="mlr", choices=["mlr", "dnn", "mlp", "cnn"],
-                   help="model (default mlr); mlp = deep ReLU net for layer-wise methods")
+    g.add_argument("--model", default=None, choices=MODELS,
+                   help="model (default mlr, or mlp for an algorithm that needs layers); "
+                        "mlp = deep ReLU net for layer-wise methods")
     g.add_argument("--hidden", type=_widths, default=None,
                    help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
                         "(default 64,32,16)")
     g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
     g.add_argument("--rounds", type=int, default=50, help="communication rounds T (default 50)")
-    g.add_argument("--seed", type=int, default=0, help="seed for data, init and sampling")
+    g.add_argument("--seed", type=int, default=0,
+                   help="training seed: initialisation and per-round sampling (default 0)")
+    g.add_argument("--data-seed", type=int, default=0,
+                   help="data seed: generation, partition and train/test split (default 0: "
+                        "the data stay fixed while --seed varies, as in the papers)")
     g.add_argument("--eval-every", type=int, default=1, help="evaluate every k rounds")
     g.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every k rounds")
     g.add_argument("--out", default="runs/latest", help="output directory (default runs/latest)")
@@ -96,6 +102,11 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--partition", default="label-skew", choices=["label-skew", "dirichlet", "iid"],
                    help="partition of real data (default label-skew)")
     d.add_argument("--classes-per-client", type=int, default=2, help="label-skew: labels per client")
+    d.add_argument("--class-assignment", default="cyclic", choices=["cyclic", "random"],
+                   help="label-skew: labels (i+j) mod C (default, spreads clients evenly) or "
+                        "random")
+    d.add_argument("--replace", type=_bool, default=False,
+                   help="label-skew: draw samples with replacement (default false)")
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
                    help="label-skew: client sizes uniform in [LO, HI]")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
@@ -151,20 +162,71 @@ def _explicit(argv: list[str]) -> set[str]:
     return set(vars(ns))
 
 
+def _actions() -> dict[str, argparse.Action]:
+    """dest → the argparse action of every ``pflt run`` option (for TOML values)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_options(parser)
+    return {a.dest: a for a in parser._actions}
+
+
+def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) -> Any:
+    """A config value converted and checked exactly as the command line would: through the
+    option's ``type`` (given as text) and ``choices``; ``nargs`` options take a list, flags
+    a boolean."""
+    key = dest[3:] if dest.startswith("hp_") else dest
+    flag = f"{key.replace('_', '-')} in {where}"
+    if action is None:
+        return value
+    if isinstance(value, dict) or (isinstance(value, list) and action.nargs is None
+                                   and action.type is not _widths):
+        raise UserError(f"{flag} must be a single value, got {value!r}")
+    if action.nargs == 0:  # store_true flag
+        if not isinstance(value, bool):
+            raise UserError(f"{flag} must be true or false, got {value!r}")
+        return value
+    if isinstance(value, list) and action.type is _widths:
+        value = ",".join(str(v) for v in value)
+    items = value if action.nargs not in (None, "?") else [value]
+    if not isinstance(items, list) or (isinstance(action.nargs, int)
+                                       and len(items) != action.nargs):
+        raise UserError(f"{flag} must be a list of {action.nargs} values, got {value!r}")
+    out = []
+    for item in items:
+        if isinstance(item, (dict, list)) or (isinstance(item, bool) and action.type is not _bool):
+            raise UserError(f"{flag}: invalid value {item!r}")
+        text = ("true" if item else "false") if isinstance(item, bool) else str(item)
+        conv = action.type or str
+        try:
+            converted = conv(text)
+        except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
+            raise UserError(f"{flag}: invalid {getattr(conv, '__name__', 'value')} value "
+                            f"{item!r} ({exc})") from None
+        if action.choices is not None and converted not in action.choices:
+            raise UserError(f"{flag}: invalid choice {item!r} (choose from "
+                            f"{', '.join(map(str, action.choices))})")
+        out.append(converted)
+    return out if action.nargs not in (None, "?") else out[0]
+
+
 def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise UserError(f"config {path} is not a file")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
     flat: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, dict) and key in ("hyperparameters", "data", "run"):
             flat.update({f"hp_{k}" if key == "hyperparameters" else k: v for k, v in value.items()})
         else:
             flat[key] = value
+    actions = _actions()
     out: dict[str, Any] = {}
     for key, value in flat.items():
         dest = key.replace("-", "_")
@@ -172,7 +234,7 @@ def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
             dest = f"hp_{dest}"
         if dest not in valid or dest in ("config", "resume"):
             raise UserError(f"unknown key {key!r} in {path}")
-        out[dest] = value
+        out[dest] = coerce(dest, value, actions.get(dest), str(path))
     return out
 
 
@@ -192,6 +254,11 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
         if not saved_path.exists():
             raise FileNotFoundError(f"{values['resume']} has no run_options.json to resume")
         saved = json.loads(saved_path.read_text())
+        # runs saved before --data-seed / --class-assignment existed drew the data from
+        # --seed with a random label assignment: resume them on the same data
+        saved.setdefault("data_seed", saved.get("seed", 0))
+        saved.setdefault("class_assignment", "random")
+        saved.setdefault("replace", False)
         clash = sorted(k for k in explicit - RESUMABLE if values[k] != saved.get(k))
         if clash:
             raise UserError(f"--resume: {', '.join(clash)} differ from the saved run "
@@ -207,17 +274,30 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     if foreign:
         raise UserError(f"option(s) {', '.join('--' + f.replace('_', '-') for f in foreign)} "
                         f"do not apply to {values['algorithm']}")
-    for name in ("rounds", "clients", "eval_every"):
-        if values[name] < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {values[name]}")
+    from pflt.commands.run_checks import INT_MAX, check_options
+
+    check_options(values)
+    for k, v in given.items():
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_MAX:
+            raise UserError(f"--{k.replace('_', '-')} {v} is too large (at most {INT_MAX})")
     values["hyperparameters"] = given
+    if values.get("model") is None:
+        values["model"] = getattr(cls, "default_model", "mlr")
+        values["model_chosen"] = values["model"] != "mlr"
+    hidden = values.get("hidden")
+    if hidden is not None and values["model"] == "mlr":
+        raise UserError("--hidden does not apply to --model mlr (no hidden layer)")
+    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn"):
+        raise UserError(f"--model {values['model']} takes one --hidden width, got "
+                        f"{','.join(map(str, hidden))}")
     cls(**given)  # validate hyper-parameters before any data is generated
     return values
 
 
 def saved(options: dict[str, Any]) -> dict[str, Any]:
     """The options to store with a run (for ``--resume``)."""
-    return {k: v for k, v in options.items() if k not in ("hyperparameters", "resume", "config")}
+    return {k: v for k, v in options.items()
+            if k not in ("hyperparameters", "resume", "config", "model_chosen")}
 
 
 def data_spec(options: dict[str, Any]):
@@ -227,10 +307,11 @@ def data_spec(options: dict[str, Any]):
                     alpha=options["synthetic_alpha"], beta=options["synthetic_beta"],
                     partition=options["partition"],
                     classes_per_client=options["classes_per_client"],
+                    class_assignment=options["class_assignment"], replace=options["replace"],
                     size_range=tuple(options["size_range"]) if options["size_range"] else None,
                     dirichlet_alpha=options["dirichlet_alpha"],
                     train_fraction=options["train_fraction"],
-                    max_client_size=options["max_client_size"], seed=options["seed"])
+                    max_client_size=options["max_client_size"], seed=options["data_seed"])
 
 
 def data_dict(spec) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def test_divergence_exits_1_and_names_the_round(tmp_path, capsys):
     code = main(["run", "--algorithm", "fedavg", "--lr", "1e38", "--out", str(tmp_path / "d"),
                  "--clients", "12", "--rounds", "3", "--local-rounds", "3", "--no-progress"])
     err = capsys.readouterr().err
-    assert code == 1 and "non-finite parameters after round" in err
+    assert code == 1 and "non-finite parameters of model 'global' after round 1" in err
 
 
 def test_help_documents_every_option(capsys):

@@ -7,8 +7,8 @@ them): ``<name>_accuracy`` (sample-weighted, = total correct / total samples),
 ``<name>_loss`` (test, weighted), ``<name>_train_loss``, the per-client accuracy vector
 ``<name>_client_accuracy``, algorithm diagnostics, and wall time.  Writes
 ``history.json`` (everything, plus the configuration) and ``history.csv`` (scalars) to
-``out_dir`` after every evaluation (and the configuration, with the round-0 evaluation
-``initial_evaluation``, before the first round).
+``out_dir`` after every evaluation (and before the first round, with the round-0
+evaluation ``initial_evaluation``, so a run killed early keeps its configuration).
 
 Divergence contract: a run stops with :class:`DivergenceError` naming the round and the
 model when the state becomes non-finite, an internal NaN guard fires in a round
@@ -69,8 +69,8 @@ def divergence(entry: dict[str, Any], initial: dict[str, Any] | None
                ) -> tuple[str, str] | None:
     """The divergence contract at an evaluation: a reason if some evaluated model's test or
     train loss is NaN/inf or exceeds ``EXPLOSION_FACTOR × max(L0, 1)`` with ``L0`` that
-    model's test loss at round 0 (``initial``, recorded in the history's config as
-    ``initial_evaluation``), as ``(reason, model)``, else ``None``."""
+    model's test loss at round 0 (``initial``: :attr:`History.initial`, saved as
+    ``initial_evaluation`` in ``history.json``), as ``(reason, model)``, else ``None``."""
     for key, value in entry.items():
         if not (key.endswith("_loss") and isinstance(value, float)):
             continue
@@ -133,11 +133,13 @@ def _stop(history: "History", out_dir, round_: int, model: str | None, reason: s
 class History:
     config: dict[str, Any]
     entries: list[dict[str, Any]] = field(default_factory=list)
+    #: test accuracy/loss of the evaluated models at round 0 (the divergence reference)
+    initial: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def load(out_dir: str | Path) -> "History":
         data = json.loads((Path(out_dir) / "history.json").read_text())
-        return History(data["config"], data["entries"])
+        return History(data["config"], data["entries"], data.get("initial_evaluation", {}))
 
     def last(self) -> dict[str, Any]:
         return self.entries[-1] if self.entries else {}
@@ -150,7 +152,8 @@ class History:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / "history.json",
-                      json.dumps({"config": self.config, "entries": self.entries}, indent=1))
+                      json.dumps({"config": self.config, "entries": self.entries,
+                                  "initial_evaluation": self.initial}, indent=1))
         scalars = [k for k in (self.entries[0] if self.entries else {})
                    if not isinstance(self.entries[0][k], (list, dict))]
         tmp = out / "history.csv.tmp"
@@ -224,8 +227,7 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
     history = History(cfg) if history is None else history
     if state is None:
         state = algorithm.init(federation, model, seed)
-        history.config["initial_evaluation"] = initial_evaluation(algorithm, state,
-                                                                  federation, model)
+        history.initial = initial_evaluation(algorithm, state, federation, model)
         if out_dir is not None:  # a run killed before its first evaluation keeps its config
             history.save(out_dir)
     start_wall = time.perf_counter()
@@ -237,7 +239,7 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
             entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
             entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
             history.entries.append(entry)
-            diverged = divergence(entry, history.config.get("initial_evaluation"))
+            diverged = divergence(entry, history.initial)
             if diverged is not None:
                 _stop(history, out_dir, state.round, diverged[1], diverged[0])
             first = next((k for k, v in entry.items()

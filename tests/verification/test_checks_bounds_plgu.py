@@ -67,3 +67,13 @@ def test_measured_rademacher_is_linear_in_the_input_scale():
 def test_trained_gaps_shrink_with_the_sample_size():
     r = B._theorems(0, 8, (16, 48, 160), 150)
     assert r["gap_lf"][2] < r["gap_lf"][0] and r["gap_ghn"][2] < r["gap_ghn"][0]
+
+
+def test_rademacher_envelope_holds_and_fails_when_the_last_point_is_inflated():
+    # spread at quick size ≈ 1.2; inflating the largest-m measurement 2× pushes the spread
+    # to ≥ 2/1.2 > 1.5 = the factor fixed in the check
+    ctx = _ctx("plgu.bound_lemma2_envelope_m")
+    out = B.lemma2_envelope_m(ctx)
+    assert out.holds and out.extra["C"] > 0 and len(out.extra["m"]) >= 4
+    assert out.extra["m"][-1] / out.extra["m"][0] >= 10 ** 1.5  # ≥ 1.5 decades
+    assert not B.lemma2_envelope_m(ctx, inflate_last=2.0).holds

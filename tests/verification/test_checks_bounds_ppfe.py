@@ -50,3 +50,13 @@ def test_lemma4_adversarial_search_beats_random_sampling():
 def test_theorem7_excess_risk_decreases_with_n():
     r = B._theorem7_linear(0, 10, 3, (20, 600), 0.05)
     assert r["excess"][1] < r["excess"][0] / 5  # ≈ σ² d / n: 30× fewer errors expected
+
+
+def test_lemma8_envelope_holds_and_fails_when_the_last_point_is_inflated():
+    # spread ≈ 1.02 at quick size; inflating the largest-N n̄ point by 1.5 gives ≥ 1.47 > 1.25
+    ctx = _ctx("ppfe.bound_lemma8_envelope")
+    out = B.lemma8_envelope(ctx)
+    assert out.holds and out.extra["C"] <= 1.0  # Lemma 8's constant is not exceeded
+    nn = out.extra["N_nbar"]
+    assert nn[-1] / nn[0] >= 10 ** 1.5
+    assert not B.lemma8_envelope(ctx, inflate_last=1.5).holds

@@ -108,10 +108,10 @@ def _theorem_term(term: str, var: str, power: float):
 # ---------------------------------------------------------------- algorithm replacements
 def _pfedme_aggregate(variant: str):
     def make(orig):
-        def aggregate(self, w_global, w_loc, chosen, counts):
+        def aggregate(self, w_global, w_loc, chosen, counts):  # counts: of the rows chosen
             from algorithms.base import weighted_mean
             if variant == "swap-weights":  # uniform ↔ sample-weighted swapped
-                w = torch.ones_like(counts[chosen]) if self.aggregation == "weighted" else counts[chosen]
+                w = torch.ones_like(counts) if self.aggregation == "weighted" else counts
                 mean = weighted_mean({k: v[chosen] for k, v in w_loc.items()}, w)
                 return {k: (1 - self.beta) * w_global[k] + self.beta * mean[k] for k in w_global}
             out = orig(self, w_global, w_loc, chosen, counts)

@@ -132,6 +132,22 @@ def envelope_value(model, x: torch.Tensor, y: torch.Tensor, w: dict, *, lam: flo
     return float(envelope(model, x, y, w, lam=lam, tol=tol).value.mean())
 
 
+def envelope_values(model, x: torch.Tensor, y: torch.Tensor, ws: torch.Tensor, like: dict, *,
+                    lam: float, tol: float = 1e-20) -> np.ndarray:
+    """F(w) for every row of ``ws`` [M, p] (flat parameters laid out as ``like``), all M·N
+    prox problems in one joint :func:`pfl_theory.moreau.prox` call."""
+    m, n = ws.shape[0], x.shape[0]
+    xr = x[None].expand(m, *x.shape).reshape(m * n, *x.shape[1:])
+    yr = y[None].expand(m, *y.shape).reshape(m * n, *y.shape[1:])
+    wr = ws[:, None, :].expand(m, n, ws.shape[1]).reshape(m * n, ws.shape[1]).contiguous()
+
+    def f(theta):
+        return model.per_client_loss(unflat_params(theta, like), xr, yr)
+
+    env = moreau.prox(f, wr, lam=positive("lam", lam), tol=tol)
+    return env.value.reshape(m, n).mean(1).numpy()
+
+
 def envelope_minimum(model, x: torch.Tensor, y: torch.Tensor, like: dict, *, lam: float,
                      max_iter: int = 500) -> tuple[float, dict]:
     """(F*, w*) with F* = min_w F(w) = min_{w, θ_1..θ_N} (1/N)Σ f_i(θ_i) + λ/2‖θ_i − w‖²

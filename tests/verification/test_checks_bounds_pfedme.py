@@ -12,6 +12,7 @@ from verification.registry import Context, Verdict, load_all, run_check
 EXPECTED = {
     "pfedme.bound_thm1_quadratic": Verdict.FAILS,  # holds with C = 0.10, shape loose (spread ~6e3)
     "pfedme.bound_thm1_mlr": Verdict.FAILS,        # holds with C ~ 0.06, shape loose (spread ~50)
+    "pfedme.bound_thm1_floor": Verdict.HOLDS,      # spread ~1.7 over delta^2 (|D| = 1..32)
     "pfedme.bound_thm1_sampling": Verdict.HOLDS,   # spread ~1.7 over N/S - 1 = 1..32
     "pfedme.bound_thm2_nonconvex": Verdict.HOLDS,  # spread ~1.8 over T = 106..3392
 }
@@ -29,7 +30,7 @@ def test_verdict_and_numbers(check_id):
     assert res.verdict == EXPECTED[check_id], res.detail
     assert res.check.kind == "envelope"
     assert res.tightness > 0 and res.extra["C"] > 0
-    grid = res.extra.get("N/S-1", res.extra.get("T"))
+    grid = res.extra.get("N/S-1", res.extra.get("delta_sq", res.extra.get("T")))
     assert min(grid) * 31.6 <= max(grid)  # >= 1.5 decades of the rate's variable
 
 

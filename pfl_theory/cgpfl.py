@@ -29,7 +29,7 @@ import numpy as np
 
 from pfl_theory.cgpfl_matrices import (assignment_matrix, global_aggregation,  # noqa: F401
                                        indicator_matrix, transition_matrix, zero_cross_term)
-from pfl_theory.kmeans import KMeansResult, kmeans, lloyd
+from pfl_theory.kmeans import KMeansResult
 from pfl_theory.validation import (finite_array, in_open_unit, in_range, nonnegative, positive,
                                    positive_int)
 
@@ -275,6 +275,9 @@ def beta_max(*, local_rounds: int, lipschitz_g: float) -> float:
 
 
 # ------------------------------------------------------------------- e(K) and select_k
+RELATIVE_MU = "relative"
+
+
 def e_of_k(ks: Any, costs: Any, *, mu: float, m: float, d: int) -> np.ndarray:
     """e(K) = √((dK/m) log(em/d)) + μ · cost(Θ*, Ω*; K)  (IJCAI eq. 11 / ICLR eq. 12).
 
@@ -292,30 +295,45 @@ class SelectKResult:
     k_hat: int
     ks: np.ndarray                 # K = 1 … k_max
     e_values: np.ndarray           # e(K)
-    costs: np.ndarray              # cost(Θ, Ω_K; K) with sample weights m_i/m
+    costs: np.ndarray              # cost(Θ, Ω_K; K) with sample weights m_i/m (inf if it overflows)
     complexity_terms: np.ndarray   # √((dK/m) log(em/d))
     clusterings: tuple[KMeansResult, ...]  # the clustering used for each K
+    relative_costs: np.ndarray = None  # cost(K)/cost(1) (scale-free; 1 at K = 1)
+    mu: float = 0.0                # μ used, in the models' own units (inf if it overflows)
+    mu_rule: str = ""              # "relative" (μ = 1/cost(1)) or "given"
+    scale: float = 0.0             # √cost(1): RMS spread of the models around their mean
+    path: Any = None               # the ClusterPath (pfl_theory.cgpfl_selection) it came from
 
 
-def select_k(client_models: Any, *, mu: float, m: Any, d: int | None = None,
-             k_max: int | None = None, restarts: int = 10, seed: int = 0) -> SelectKResult:
+def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: int | None = None,
+             k_max: int | None = None, restarts: int = 30, seed: int = 0) -> SelectKResult:
     """CGPFL-Heur's choice of K (§A.9): K̂ = argmin_{1≤K≤k_max} e(K) (smallest K on ties).
 
     Args:
         client_models: [N, d_model] uploaded models (Θ or Ω_{I,R} rows).
-        mu: μ ≥ 0 (stands in for λ + L/2).
+        mu: μ ≥ 0 (stands in for λ + L/2, in the models' units), or ``"relative"`` (default):
+            μ = 1/cost(1), i.e. e(K) = √((dK/m) log(em/d)) + cost(K)/cost(1).
         m: total number of samples m (scalar: equal client sizes, weights 1/N) **or** the
             per-client sample counts m_i ([N]; then m = Σ m_i and weights m_i/m).
         d: dimension in the complexity term (default: number of columns of client_models).
         k_max: largest K searched (default N//2, at least 1 — the paper's "≤ N/2"); ≤ N.
-        restarts, seed: k-means++ restarts and seed (seed + K is used for each K).
+        restarts, seed: k-means++ restarts per K and seed (seed + K is used for each K).
 
-    For each K, cost(Θ, Ω*; K) is the best of (a) weighted k-means with ``restarts`` seeded
-    restarts and (b) Lloyd warm-started from the best (K−1)-solution plus the point farthest
-    from it; (b) makes the cost non-increasing in K.  Weighted k-means (weights m_i)
-    minimises exactly the sample-weighted cost in e(K); with equal sizes it is the CGPFL lower
-    level (unweighted k-means).
+    **Default μ (scale-free reading).**  Theorem 4.2 measures the loss in [0, B = 1] (its
+    complexity term carries B = 1) and the personalization term (λ + L/2)·cost has the units
+    of the loss because L has units loss/‖θ‖².  From the models alone λ and L are unknown;
+    ``"relative"`` takes the μ at which one context (K = 1) costs the whole loss range,
+    μ·cost(1) = B = 1.  It is invariant to rescaling the models (θ → cθ leaves K̂ unchanged,
+    as μ = λ + L/2 with L measured in the rescaled units would).  Measured against the
+    empirically best K in :mod:`verification.selection_k`.
+
+    The clustering is :func:`pfl_theory.cgpfl_selection.cluster_path` (normalised units; best
+    of ``restarts`` k-means++ seedings and a warm start from K−1, so the cost is
+    non-increasing in K).  Weighted k-means (weights m_i) minimises exactly the
+    sample-weighted cost in e(K); with equal sizes it is the CGPFL lower level.
     """
+    from pfl_theory.cgpfl_selection import cluster_path
+
     x = finite_array("client_models", client_models, ndim=2)
     n = x.shape[0]
     sizes = np.asarray(m, dtype=np.float64)
@@ -328,21 +346,28 @@ def select_k(client_models: Any, *, mu: float, m: Any, d: int | None = None,
     k_max = max(1, n // 2) if k_max is None else positive_int("k_max", k_max)
     if k_max > n:
         raise ValueError(f"k_max must be <= N = {n}, got {k_max}")
-    mu = nonnegative("mu", mu)
+    if isinstance(mu, str):
+        if mu != RELATIVE_MU:
+            raise ValueError(f"mu must be a number >= 0 or {RELATIVE_MU!r}, got {mu!r}")
+    else:
+        mu = nonnegative("mu", mu)
     complexity_term(1, m=total, d=d)  # validates m > d/e before the clustering work
-    w = np.ones(n) if weights is None else weights
-    results: list[KMeansResult] = []
-    for k in range(1, k_max + 1):
-        best = kmeans(x, k, restarts=restarts, seed=seed + k, weights=weights)
-        if results:
-            prev = results[-1]
-            far = int(np.argmax(w * ((x - prev.centers[prev.labels]) ** 2).sum(1)))
-            warm = lloyd(x, np.vstack([prev.centers, x[far]]), weights=weights)
-            if warm.inertia < best.inertia:
-                best = warm
-        results.append(best)
-    ks = np.arange(1, k_max + 1)
-    costs = np.array([r.inertia for r in results]) / w.sum()
+    path = cluster_path(x, weights=weights, k_max=k_max, restarts=restarts, seed=seed)
+    ks, rel = path.ks, path.relative_costs
     comp = complexity_term(ks, m=total, d=d)
-    e = comp + mu * costs
-    return SelectKResult(int(ks[np.argmin(e)]), ks, e, costs, comp, tuple(results))
+    with np.errstate(over="ignore"):
+        scale2 = np.float64(path.scale) ** 2
+        costs = rel * scale2
+    if mu == RELATIVE_MU:
+        weight, rule = (1.0 if scale2 > 0 else 0.0), RELATIVE_MU
+        mu_units = 1.0 / scale2 if scale2 > 0 else 0.0
+    else:
+        with np.errstate(over="ignore"):
+            weight = mu * scale2
+        if not math.isfinite(weight):
+            raise ValueError(f"mu * cost(1) overflows (mu={mu}, RMS model spread "
+                             f"{path.scale:.3g}); use mu='relative' or rescale the models")
+        rule, mu_units = "given", mu
+    e = comp + weight * rel
+    return SelectKResult(int(ks[np.argmin(e)]), ks, e, costs, comp, path.clusterings, rel,
+                         float(mu_units), rule, float(path.scale), path)

@@ -1,11 +1,20 @@
 """``pflt select-k``: choose CGPFL's number of contexts K̂ = argmin_K e(K) (IJCAI eq. 11).
 
-Input: client model vectors (``--models FILE.npy`` of shape [N, d]) or a planted-cluster
-spec (``--planted N,K0,d``, see :func:`synthetic.contexts.planted_model_vectors`).  Prints
-the e(K) table (complexity term, cost, e(K)) and K̂, or JSON with ``--json``.
+Input: client model vectors (``--models FILE.npy`` of shape [N, d]), the client models of a
+finished or checkpointed run (``--from-run DIR``: ``DIR/checkpoint.pt`` of ``pflt run
+--checkpoint-every``; the client sizes are rebuilt from ``DIR/run_options.json``) or a
+planted-cluster spec (``--planted N,K0,d``, :func:`synthetic.contexts.planted_model_vectors`).
+Prints the e(K) table (complexity term, cost, cost/cost(1), e(K)) and K̂, or JSON with
+``--json`` (K̂, the whole curve, the inputs used, and the BIC alternative).
 
-Default m (total samples): 100·N, i.e. 100 samples per client, when neither ``--m`` nor
+μ: default ``relative`` (μ = 1/cost(1), scale-free, see :func:`pfl_theory.cgpfl.select_k`);
+``--mu`` gives μ in the models' own units (the paper's λ + L/2).  Default m (total samples):
+the run's client sizes, else 100·N (100 samples per client) when neither ``--m`` nor
 ``--client-sizes`` is given.  Default d: the number of columns of the model array.
+
+On the selection benchmark (:mod:`verification.selection_k`) e(K) rarely reaches the
+accuracy-best K when the model dimension is large relative to the samples (the complexity
+term dominates); the JSON's ``alternatives.bic`` is the scale-free BIC choice.
 """
 
 from __future__ import annotations
@@ -30,16 +39,21 @@ def add_parser(subparsers) -> None:
     src.add_argument("--models", type=Path, help="a .npy file of client model vectors, shape [N, d]")
     src.add_argument("--planted", metavar="N,K0,d",
                      help="synthetic planted clusters: N clients, K0 contexts, dimension d")
+    src.add_argument("--from-run", type=Path, metavar="DIR",
+                     help="a `pflt run --out DIR --checkpoint-every K` directory: cluster the "
+                     "client models of its checkpoint")
+    p.add_argument("--models-key", default=None,
+                   help="--from-run: which model set of the state (default 'personalized', "
+                   "else 'local')")
     p.add_argument("--separation", type=float, default=10.0,
                    help="--planted: minimum distance between context centres (default 10)")
     p.add_argument("--noise", type=float, default=1.0,
                    help="--planted: per-coordinate std of client models around centres (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the planted data and of k-means++")
-    p.add_argument("--mu", type=float, required=True,
-                   help="mu >= 0 (required), the weight of cost(K) standing in for lambda + L/2. "
-                        "K_hat depends strongly on mu relative to the scale of cost(K): "
-                        "inspect the printed table (e.g. --planted 40,4,20 picks K0 = 4 for "
-                        "mu around 0.01 and k_max for mu >= 0.1)")
+    p.add_argument("--mu", type=float, default=None,
+                   help="mu >= 0, the weight of cost(K) in the models' units (the paper's "
+                   "lambda + L/2).  Default: the scale-free mu = 1/cost(1), invariant to "
+                   "rescaling the models")
     p.add_argument("--m", type=float, default=None,
                    help=f"total number of samples m (default {SAMPLES_PER_CLIENT_DEFAULT}*N, or "
                    "the sum of --client-sizes)")
@@ -48,7 +62,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--d", type=int, default=None,
                    help="dimension d in the complexity term (default: number of model columns)")
     p.add_argument("--k-max", type=int, default=None, help="largest K searched (default N//2, min 1)")
-    p.add_argument("--restarts", type=int, default=10, help="k-means++ restarts per K (default 10)")
+    p.add_argument("--restarts", type=int, default=30, help="k-means++ restarts per K (default 30)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     p.set_defaults(func=run)
 
@@ -62,57 +76,85 @@ def _load_npy(path: Path, what: str) -> np.ndarray:
         raise UserError(f"cannot read {what} file {path} as .npy: {exc}") from None
 
 
-def _models(args) -> tuple[np.ndarray, np.ndarray | None]:
+def _models(args) -> tuple[np.ndarray, np.ndarray | None, dict]:
     if args.models is not None:
         x = _load_npy(args.models, "--models")
         if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
             raise UserError(f"--models must have shape [N, d], got {x.shape}")
         if not np.issubdtype(x.dtype, np.number):
             raise UserError(f"--models must be numeric, got dtype {x.dtype}")
-        return x.astype(np.float64), None
+        return x.astype(np.float64), None, {"source": str(args.models)}
+    if args.from_run is not None:
+        from pflt.commands._run_dir import run_client_sizes, run_models
+
+        x, info = run_models(args.from_run, args.models_key)
+        sizes = run_client_sizes(args.from_run)
+        if sizes is not None and sizes.shape == (x.shape[0],):
+            info["client_sizes"] = sizes
+        return x, None, info
     from synthetic.contexts import planted_model_vectors
 
     try:
         n, k0, d = (int(v) for v in args.planted.split(","))
     except ValueError:
         raise UserError(f"--planted must be three integers N,K0,d, got {args.planted!r}") from None
-    return planted_model_vectors(n, k0, d, separation=args.separation, noise=args.noise,
-                                 seed=args.seed)
+    x, planted = planted_model_vectors(n, k0, d, separation=args.separation, noise=args.noise,
+                                       seed=args.seed)
+    return x, planted, {"source": f"planted {args.planted}"}
 
 
-def run(args: argparse.Namespace) -> int:
-    from pfl_theory.cgpfl import select_k
-
-    x, planted = _models(args)
-    n = x.shape[0]
+def _sample_counts(args, n: int, info: dict) -> tuple[object, str]:
     if args.client_sizes is not None:
         sizes = _load_npy(args.client_sizes, "--client-sizes").astype(np.float64)
         if sizes.shape != (n,):
             raise UserError(f"--client-sizes must have shape [{n}], got {sizes.shape}")
         if args.m is not None and not np.isclose(args.m, sizes.sum()):
             raise UserError(f"--m={args.m} differs from the sum of --client-sizes ({sizes.sum()})")
-        m = sizes
-    else:
-        m = args.m if args.m is not None else float(SAMPLES_PER_CLIENT_DEFAULT * n)
-    res = select_k(x, mu=args.mu, m=m, d=args.d, k_max=args.k_max, restarts=args.restarts,
-                   seed=args.seed)
+        return sizes, "--client-sizes"
+    if args.m is not None:
+        return args.m, "--m"
+    if "client_sizes" in info:
+        return info.pop("client_sizes"), "run federation (run_options.json)"
+    return float(SAMPLES_PER_CLIENT_DEFAULT * n), f"default {SAMPLES_PER_CLIENT_DEFAULT} per client"
+
+
+def run(args: argparse.Namespace) -> int:
+    from pfl_theory.cgpfl import select_k
+    from pfl_theory.cgpfl_selection import bic_curve
+
+    x, planted, info = _models(args)
+    n = x.shape[0]
+    m, m_source = _sample_counts(args, n, info)
+    res = select_k(x, mu="relative" if args.mu is None else args.mu, m=m, d=args.d,
+                   k_max=args.k_max, restarts=args.restarts, seed=args.seed)
+    bic = bic_curve(res.path, dim=x.shape[1])
+    k_bic = int(res.ks[np.argmin(bic)])
     total = float(np.sum(m))
     d = x.shape[1] if args.d is None else args.d
+    mu_text = "1/cost(1) (relative)" if res.mu_rule == "relative" else f"{res.mu:g}"
     if args.json:
         out = {"k_hat": res.k_hat, "ks": res.ks.tolist(), "e": res.e_values.tolist(),
-               "cost": res.costs.tolist(), "complexity": res.complexity_terms.tolist(),
+               "cost": [c if np.isfinite(c) else None for c in res.costs.tolist()],
+               "relative_cost": res.relative_costs.tolist(),
+               "complexity": res.complexity_terms.tolist(),
                "labels": np.asarray(res.clusterings[res.k_hat - 1].labels).tolist(),
-               "mu": args.mu, "m": total, "d": d, "n_clients": n}
+               "inputs": {"mu": res.mu, "mu_rule": res.mu_rule, "m": total, "m_source": m_source,
+                          "d": d, "n_clients": n, "k_max": int(res.ks[-1]),
+                          "restarts": args.restarts, "seed": args.seed,
+                          "model_spread_rms": res.scale, **info},
+               "alternatives": {"bic": {"k_hat": k_bic, "curve": bic.tolist()}}}
         if planted is not None:
             out["planted_assignment"] = planted.tolist()
             out["planted_k0"] = int(planted.max()) + 1
-        print(json.dumps(out))
+        print(json.dumps(out, default=float))
         return 0
-    print(f"e(K) = sqrt(dK/m log(em/d)) + mu*cost(K)   N={n} d={d} m={total:g} mu={args.mu:g}")
-    print(f"{'K':>4} {'complexity':>12} {'cost':>12} {'mu*cost':>12} {'e(K)':>12}")
-    for k, c, cs, e in zip(res.ks, res.complexity_terms, res.costs, res.e_values):
+    print(f"e(K) = sqrt(dK/m log(em/d)) + mu*cost(K)   N={n} d={d} m={total:g} ({m_source}) "
+          f"mu={mu_text}  [{info['source']}]")
+    print(f"{'K':>4} {'complexity':>12} {'cost':>12} {'cost/cost1':>12} {'e(K)':>12} {'BIC':>12}")
+    for k, c, cs, r, e, b in zip(res.ks, res.complexity_terms, res.costs, res.relative_costs,
+                                 res.e_values, bic):
         mark = "  <- K_hat" if k == res.k_hat else ""
-        print(f"{k:>4} {c:>12.6g} {cs:>12.6g} {args.mu * cs:>12.6g} {e:>12.6g}{mark}")
-    print(f"K_hat = {res.k_hat}" + (f"   (planted K0 = {int(planted.max()) + 1})"
-                                   if planted is not None else ""))
+        print(f"{k:>4} {c:>12.6g} {cs:>12.6g} {r:>12.6g} {e:>12.6g} {b:>12.6g}{mark}")
+    print(f"K_hat = {res.k_hat}   (BIC: {k_bic})" + (f"   (planted K0 = {int(planted.max()) + 1})"
+                                                    if planted is not None else ""))
     return 0

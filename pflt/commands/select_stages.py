@@ -3,12 +3,22 @@
 Φ(T) = e^{−2γ²T} + κ₀ √(T/n); prints the curve and T* (see
 :func:`pfl_theory.ppfe_bounds.select_stages`).  κ₀ is given directly or from its
 ingredients (loss bound B, coefficient bound A, grid radius ε_α; κ₀ = B √(log(⌈A/ε_α⌉+1)/2)).
+
+``--from-run DIR`` (a ``pflt run --algorithm ppfe --out DIR`` directory) estimates the inputs
+from the run: γ̂ = min over the stages seen in ``history.json`` of ½ − ε_t, ε_t the stage's
+weighted training error (``stage_weighted_error``, last evaluation of each stage; the weak-
+learning condition ε_t ≤ ½ − γ of eq. 13), and n = the harmonic mean of the clients' training
+sizes (federation rebuilt from ``run_options.json``).  Options given explicitly override.
+``--json`` prints T*, the whole curve and the inputs used with their sources.
+On the linear benchmark (:mod:`verification.selection_stages`) the bound's choice is compared
+with the T of least population risk.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from pfl_theory.ppfe_bounds import kappa0_from_ingredients, select_stages
 
@@ -18,8 +28,11 @@ def add_parser(subparsers) -> None:
         "select-stages", help="choose PPFE's number of boosting stages T (bias-variance bound)",
         description="Minimise exp(-2 gamma^2 T) + kappa0 sqrt(T/n) over T = 1..t_max "
         "(PPFE, docs/formulas.md C.5.12) and print the curve with T* marked.")
-    p.add_argument("--gamma", type=float, required=True,
-                   help="weak-learning edge gamma in (0, 0.5): every stage has error <= 1/2 - gamma")
+    p.add_argument("--from-run", type=Path, default=None, metavar="DIR",
+                   help="estimate gamma (and n) from a PPFE run directory (pflt run --out DIR)")
+    p.add_argument("--gamma", type=float, default=None,
+                   help="weak-learning edge gamma in (0, 0.5): every stage has error <= 1/2 - gamma "
+                   "(required without --from-run)")
     p.add_argument("--kappa0", type=float, default=None,
                    help="coefficient of the variance term sqrt(T/n); if omitted it is computed "
                    "from --loss-bound, --coef-bound and --eps-alpha")
@@ -29,22 +42,62 @@ def add_parser(subparsers) -> None:
                    help="bound A on the ensemble coefficients |alpha_t| for kappa0 (default 1)")
     p.add_argument("--eps-alpha", type=float, default=0.01,
                    help="cover radius of the coefficient grid for kappa0 (default 0.01)")
-    p.add_argument("--n", type=float, required=True,
-                   help="(harmonic-mean) number of samples per client n")
+    p.add_argument("--n", type=float, default=None,
+                   help="(harmonic-mean) number of samples per client n (required without --from-run)")
     p.add_argument("--t-max", type=int, default=20, help="largest number of stages considered (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     p.set_defaults(func=run)
 
 
+def _from_run(path: Path) -> dict:
+    """γ̂ and n̄ estimated from a PPFE run directory (module docstring)."""
+    from pfl_theory.ppfe_covering import harmonic_mean_size
+    from pflt.cli import UserError
+    from pflt.commands._run_dir import run_client_sizes, run_history
+
+    errors: dict[int, float] = {}
+    for e in run_history(path):
+        if "stage" in e and "stage_weighted_error" in e:
+            errors[int(e["stage"])] = float(e["stage_weighted_error"])
+    if not errors:
+        raise UserError(f"--from-run: {path}/history.json has no 'stage_weighted_error' "
+                        "(not a PPFE run?)")
+    gamma = min(0.5 - v for v in errors.values())
+    out = {"gamma": gamma, "gamma_source": "min over stages of 1/2 - stage_weighted_error",
+           "stage_errors": {str(k): v for k, v in sorted(errors.items())}}
+    if gamma <= 0:
+        raise UserError(f"--from-run: a stage has weighted error >= 1/2 ({out['stage_errors']}); "
+                        "the weak-learning condition (eq. 13) fails and the bound does not apply")
+    sizes = run_client_sizes(path)
+    if sizes is not None:
+        out["n"] = float(harmonic_mean_size(sizes.astype(int).tolist()))
+        out["n_source"] = "harmonic mean of the run's client training sizes"
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
+    from pflt.cli import UserError
+
+    inputs = _from_run(args.from_run) if args.from_run is not None else {}
+    if args.gamma is not None:
+        inputs.update(gamma=args.gamma, gamma_source="--gamma")
+    if args.n is not None:
+        inputs.update(n=args.n, n_source="--n")
+    for name in ("gamma", "n"):
+        if name not in inputs:
+            raise UserError(f"--{name} is required (or --from-run with a run that provides it)")
     kappa0 = args.kappa0 if args.kappa0 is not None else kappa0_from_ingredients(
         loss_bound=args.loss_bound, coef_bound=args.coef_bound, eps_alpha=args.eps_alpha)
+    inputs.update(kappa0=kappa0, kappa0_source="--kappa0" if args.kappa0 is not None else
+                  "B sqrt(log(ceil(A/eps_alpha)+1)/2) from --loss-bound/--coef-bound/--eps-alpha",
+                  t_max=args.t_max)
+    args.gamma, args.n = inputs["gamma"], inputs["n"]
     sel = select_stages(gamma=args.gamma, kappa0=kappa0, n=args.n, t_max=args.t_max)
     if args.json:
         print(json.dumps({
             "t_star": sel.t_star, "t_star_continuous": sel.t_star_continuous,
             "interior": sel.interior, "kappa0": kappa0, "b_prime": sel.b_prime,
-            "kappa": sel.kappa,
+            "kappa": sel.kappa, "inputs": inputs,
             "curve": [{"T": int(t), "bias": float(b), "variance": float(v), "bound": float(f)}
                       for t, b, v, f in zip(sel.ts, sel.bias, sel.variance, sel.bound)]}))
         return 0

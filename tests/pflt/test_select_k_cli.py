@@ -1,5 +1,6 @@
 """``pflt select-k``: smoke runs (planted spec, .npy file, JSON) and bad input."""
 
+import dataclasses
 import json
 import math
 
@@ -29,18 +30,18 @@ def test_models_file_json_matches_independent_e(tmp_path, capsys):
     lg = math.log(math.e * 500 / 3)
     expected = [math.sqrt(3 * k / 500 * lg) + 0.2 * c for k, c in zip(out["ks"], out["cost"])]
     np.testing.assert_allclose(out["e"], expected, rtol=1e-12)
-    assert len(out["labels"]) == 10 and out["m"] == 500 and out["d"] == 3
+    assert len(out["labels"]) == 10 and out["inputs"]["m"] == 500 and out["inputs"]["d"] == 3
 
 
 def test_default_m_and_client_sizes(tmp_path, capsys):
     x, _ = planted_model_vectors(6, 2, 2, separation=5.0, noise=0.1, seed=2)
     np.save(tmp_path / "m.npy", x)
     assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--json", "--mu", "1.0"]) == 0
-    assert json.loads(capsys.readouterr().out)["m"] == 600  # documented default 100 * N
+    assert json.loads(capsys.readouterr().out)["inputs"]["m"] == 600  # documented default 100 * N
     np.save(tmp_path / "s.npy", np.arange(1, 7) * 10.0)
     assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--client-sizes",
                  str(tmp_path / "s.npy"), "--json", "--mu", "1.0"]) == 0
-    assert json.loads(capsys.readouterr().out)["m"] == 210
+    assert json.loads(capsys.readouterr().out)["inputs"]["m"] == 210
 
 
 @pytest.mark.parametrize("argv, msg", [
@@ -56,10 +57,62 @@ def test_bad_input(argv, msg, capsys):
     assert msg in capsys.readouterr().err
 
 
-def test_mu_is_required(capsys):
-    with pytest.raises(SystemExit):
-        main(["select-k", "--planted", "10,3,4"])
-    assert "--mu" in capsys.readouterr().err
+def test_mu_is_optional_and_scale_free(tmp_path, capsys):
+    x, _ = planted_model_vectors(30, 4, 10, separation=6.0, noise=0.5, seed=0)
+    outs = []
+    for scale in (1.0, 1e200, 1e-150):
+        np.save(tmp_path / "m.npy", x * scale)
+        assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--json",
+                     "--restarts", "5"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert [o["k_hat"] for o in outs] == [4, 4, 4]
+    assert all(np.all(np.isfinite(o["e"])) for o in outs)
+    np.testing.assert_allclose(outs[1]["e"], outs[0]["e"], rtol=1e-9)
+    assert outs[0]["inputs"]["mu_rule"] == "relative"
+    assert outs[0]["alternatives"]["bic"]["k_hat"] == 4
+    assert len(outs[0]["relative_cost"]) == len(outs[0]["ks"]) == 15
+
+
+def _fake_run(tmp_path, n=12, k0=3):
+    """A run directory with a checkpoint whose personalized models hold k0 planted groups."""
+    import torch
+
+    from algorithms.base import State
+    from algorithms.checkpoint import save_checkpoint
+
+    x, assign = planted_model_vectors(n, k0, 6, separation=8.0, noise=0.3, seed=4)
+    models = {"personalized": {"w": torch.as_tensor(x[:, :4].reshape(n, 2, 2)),
+                               "b": torch.as_tensor(x[:, 4:])}}
+    state = State(5, 0, models, {"assignment": torch.as_tensor(assign)})
+
+    @dataclasses.dataclass(frozen=True)
+    class Hp:  # stands in for an algorithm: save_checkpoint stores its fields
+        lam: float = 12.0
+
+    save_checkpoint(tmp_path / "checkpoint.pt", state, Hp())
+    return x, assign
+
+
+def test_from_run_reads_the_checkpoint(tmp_path, capsys):
+    x, assign = _fake_run(tmp_path)
+    assert main(["select-k", "--from-run", str(tmp_path), "--json", "--m", "1200",
+                 "--restarts", "5"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["k_hat"] == 3 and out["inputs"]["n_clients"] == 12 and out["inputs"]["d"] == 6
+    assert out["inputs"]["models_key"] == "personalized" and out["inputs"]["round"] == 5
+    assert out["inputs"]["hyperparameters"] == {"lam": 12.0}
+    labels = np.asarray(out["labels"])
+    assert len({(a, b) for a, b in zip(labels, assign)}) == 3  # the planted partition
+
+
+def test_from_run_errors(tmp_path, capsys):
+    assert main(["select-k", "--from-run", str(tmp_path / "nope")]) == 2
+    assert "no run directory" in capsys.readouterr().err
+    assert main(["select-k", "--from-run", str(tmp_path)]) == 2
+    assert "--checkpoint-every" in capsys.readouterr().err
+    _fake_run(tmp_path)
+    assert main(["select-k", "--from-run", str(tmp_path), "--models-key", "context"]) == 2
+    assert "not in the checkpoint" in capsys.readouterr().err
 
 
 def test_wrong_shapes(tmp_path, capsys):

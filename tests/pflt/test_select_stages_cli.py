@@ -29,3 +29,33 @@ def test_table_and_kappa0_from_ingredients(capsys):
 def test_user_error_exit_code(capsys):
     assert main(["select-stages", "--gamma", "0.7", "--n", "10"]) == 2
     assert "gamma" in capsys.readouterr().err
+
+
+def _ppfe_run(tmp_path, errors):
+    entries = [{"round": 10 * (i + 1), "stage": float(s), "stage_weighted_error": e}
+               for i, (s, e) in enumerate(errors)]
+    (tmp_path / "history.json").write_text(json.dumps({"config": {}, "entries": entries}))
+
+
+def test_from_run_estimates_gamma(tmp_path, capsys):
+    # stage 1 is seen twice: its last evaluation (0.30) counts; gamma = min(0.5 - eps) = 0.2
+    _ppfe_run(tmp_path, [(0, 0.1), (1, 0.35), (1, 0.30), (2, 0.25)])
+    assert main(["select-stages", "--from-run", str(tmp_path), "--n", "100", "--kappa0", "0.3",
+                 "--t-max", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert math.isclose(out["inputs"]["gamma"], 0.2)
+    assert out["inputs"]["stage_errors"] == {"0": 0.1, "1": 0.30, "2": 0.25}
+    t = np.arange(1, 41)
+    assert out["t_star"] == int(np.argmin(np.exp(-2 * 0.04 * t) + 0.3 * np.sqrt(t / 100))) + 1
+
+
+def test_from_run_errors(tmp_path, capsys):
+    _ppfe_run(tmp_path, [(0, 0.1)])
+    assert main(["select-stages", "--from-run", str(tmp_path)]) == 2  # no n (no run_options)
+    assert "--n is required" in capsys.readouterr().err
+    _ppfe_run(tmp_path, [(0, 0.1), (1, 0.6)])
+    assert main(["select-stages", "--from-run", str(tmp_path), "--n", "10"]) == 2
+    assert "weak-learning" in capsys.readouterr().err
+    (tmp_path / "history.json").write_text(json.dumps({"config": {}, "entries": [{"round": 1}]}))
+    assert main(["select-stages", "--from-run", str(tmp_path), "--n", "10"]) == 2
+    assert "not a PPFE run" in capsys.readouterr().err

@@ -1,0 +1,86 @@
+"""Reading a finished or checkpointed ``pflt run --out DIR`` for ``select-k`` / ``select-stages``.
+
+What a run directory holds (:mod:`pflt.commands.run`, :mod:`algorithms.runner`):
+``run_options.json`` (the data / model options), ``history.json`` (evaluations and
+diagnostics per round) and, with ``--checkpoint-every``, ``checkpoint.pt`` (the algorithm's
+state: every client's models; :mod:`algorithms.checkpoint`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from pflt.cli import UserError
+
+
+def _dir(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_dir():
+        raise UserError(f"--from-run: no run directory at {path}")
+    return path
+
+
+def run_models(path: Path, key: str | None = None) -> tuple[np.ndarray, dict]:
+    """Client models ``[N, d]`` (float64) of the checkpoint in ``path`` and a description
+    (``source``, ``models_key``, ``round``, ``algorithm``, ``hyperparameters``).  ``key``
+    picks the state's model set; default ``personalized`` (the Θ* of CGPFL's cost), else
+    ``local``, else the first set with one row per client."""
+    import torch
+
+    from algorithms.base import flatten
+    from algorithms.checkpoint import CheckpointError, load_checkpoint
+
+    ckpt = _dir(path) / "checkpoint.pt"
+    if not ckpt.is_file():
+        raise UserError(f"--from-run: {ckpt} not found; the client models are only saved by "
+                        "`pflt run --checkpoint-every K`")
+    try:
+        state = load_checkpoint(ckpt)
+        payload = torch.load(ckpt, map_location="cpu", weights_only=True)
+    except CheckpointError as exc:
+        raise UserError(str(exc)) from None
+    names = list(state.models)
+    if key is None:
+        key = next((k for k in ("personalized", "local") if k in names), names[0] if names else None)
+    if key not in state.models:
+        raise UserError(f"--models-key {key!r} is not in the checkpoint; it has {names}")
+    x = flatten(state.models[key]).detach().cpu().double().numpy()
+    info = {"source": str(ckpt), "models_key": key, "round": int(state.round),
+            "algorithm": payload.get("algorithm"),
+            "hyperparameters": json.loads(payload.get("hyperparameters", "{}"))}
+    return x, info
+
+
+def run_client_sizes(path: Path) -> np.ndarray | None:
+    """Training samples per client, from rebuilding the run's federation out of
+    ``run_options.json`` (None if the file is missing or the data cannot be rebuilt)."""
+    f = _dir(path) / "run_options.json"
+    if not f.is_file():
+        return None
+    try:
+        from pflt.commands import run_options as opts
+        from synthetic.sources import build_federation
+
+        options = json.loads(f.read_text())
+        fed = build_federation(opts.data_spec(options), device="cpu")
+        return fed.train.counts.cpu().double().numpy()
+    except Exception:  # an older or foreign options file: the caller falls back
+        return None
+
+
+def run_history(path: Path) -> list[dict]:
+    """The entries of ``history.json`` (one per evaluation)."""
+    f = _dir(path) / "history.json"
+    if not f.is_file():
+        raise UserError(f"--from-run: {f} not found")
+    try:
+        data = json.loads(f.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"--from-run: cannot parse {f}: {exc}") from None
+    entries = data.get("entries", data) if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise UserError(f"--from-run: {f} has no list of entries")
+    return entries

@@ -1,0 +1,38 @@
+"""verification.selection_k: the K-selection benchmark (tiny run + the summary arithmetic)."""
+
+import numpy as np
+import pytest
+
+from verification.selection_data import SelectionCase
+from verification.selection_k import (SELECTORS, BenchConfig, full_cases, quick_cases, run_case,
+                                      summarise)
+
+
+def test_run_case_records():
+    cfg = BenchConfig(rounds=3, seeds=2, k_cap=3, select_round=2, restarts=3)
+    res = run_case(SelectionCase("label", 8, 2, "equal", "easy"), cfg)
+    acc = np.asarray(res["accuracy"])
+    assert acc.shape == (2, 3) and np.all((acc >= 0) & (acc <= 1))
+    assert res["best_k"] == int(np.argmax(acc.mean(0))) + 1
+    names = {r["selector"] for r in res["records"]}
+    assert names == set(SELECTORS)
+    for r in res["records"]:
+        assert 1 <= r["k_hat"] <= 3 and r["acc_lost"] >= 0
+        assert r["acc_lost"] == pytest.approx(acc.mean(0)[r["best_k"] - 1] - acc.mean(0)[r["k_hat"] - 1])
+        assert r["within1"] == (abs(r["k_hat"] - r["best_k"]) <= 1)
+
+
+def test_summarise_counts():
+    recs = [{"selector": "bic", "k_hat": k, "best_k": 3, "exact": k == 3,
+             "within1": abs(k - 3) <= 1, "acc_lost": lost}
+            for k, lost in ((3, 0.0), (4, 0.005), (6, 0.02), (1, 0.3))]
+    s = summarise([{"records": recs}])["bic"]
+    assert s["exact"] == 0.25 and s["within1"] == 0.5 and s["lost_le_1pt"] == 0.5
+    assert s["mean_lost"] == pytest.approx(0.325 / 4) and s["max_lost"] == 0.3 and s["records"] == 4
+
+
+def test_grids():
+    full = full_cases()
+    assert len(full) == 60 and len(set(c.name for c in full)) == 60
+    assert {c.k0 for c in full} == {2, 3, 4, 5, 6, 7, 8} and {c.n for c in full} == {20, 50, 200}
+    assert {(c.kind, c.sizes, c.difficulty) for c in quick_cases()} >= {("label", "unequal", "hard")}

@@ -1,0 +1,144 @@
+"""Planted-context federations of the K-selection benchmark (:mod:`verification.selection_k`).
+
+CGPFL (Tang, Guo, Guo, IJCAI 2022) assumes clients fall into K latent contexts; these
+federations plant K₀ of them with controllable difficulty so that a selector's K̂ can be
+compared with the K that actually maximises CGPFL's personalized test accuracy.
+
+Class pool: C = 10 classes in R^20, class means ``class_sep · N(0, I)``, x = mean + N(0, I).
+
+* ``kind="label"`` (label skew, the CGPFL paper's design): context k owns a set of classes;
+  ``easy`` = 2 classes per context, ``hard`` = 4 (subsets overlap more).
+* ``kind="feature"`` (feature shift, P(x | y) differs by context): every client sees all
+  classes, context k moves every class mean by ``δ · N(0, I)``; ``easy`` δ = 1.0,
+  ``hard`` δ = 0.4.
+* ``sizes="equal"``: balanced contexts (⌊N/K₀⌋ or ⌈N/K₀⌉ clients); ``"unequal"``: context
+  shares ∝ 2^{−k} (k = 0 … K₀−1), each context at least one client — e.g. N = 20, K₀ = 4:
+  12/5/2/1 clients.
+* client sample counts n_i ~ U{40, …, 80}; 75 % train / 25 % test per client
+  (:meth:`synthetic.federation.Federation.from_client_arrays`).
+
+All draws come from ``numpy.random.default_rng(seed)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pfl_theory.validation import positive_int
+from synthetic.federation import Federation, Split
+
+__all__ = ["SelectionCase", "context_counts", "planted_assignment", "make_case_federation",
+           "split_folds"]
+
+NUM_CLASSES, DIM, CLASS_SEP, SIZE_RANGE = 10, 20, 0.5, (40, 80)
+CLASSES_PER_CONTEXT = {"easy": 2, "hard": 4}
+SHIFT = {"easy": 1.0, "hard": 0.4}
+
+
+@dataclass(frozen=True)
+class SelectionCase:
+    """One benchmark federation: ``kind`` label/feature, N = ``n`` clients, ``k0`` planted
+    contexts, ``sizes`` equal/unequal, ``difficulty`` easy/hard, data ``seed``."""
+
+    kind: str
+    n: int
+    k0: int
+    sizes: str
+    difficulty: str
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.kind not in ("label", "feature"):
+            raise ValueError(f"kind must be 'label' or 'feature', got {self.kind!r}")
+        if self.sizes not in ("equal", "unequal"):
+            raise ValueError(f"sizes must be 'equal' or 'unequal', got {self.sizes!r}")
+        if self.difficulty not in ("easy", "hard"):
+            raise ValueError(f"difficulty must be 'easy' or 'hard', got {self.difficulty!r}")
+        n, k0 = positive_int("n", self.n), positive_int("k0", self.k0)
+        if k0 > n:
+            raise ValueError(f"k0 must be <= n = {n}, got {k0}")
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-N{self.n}-K{self.k0}-{self.sizes}-{self.difficulty}-s{self.seed}"
+
+
+def context_counts(n: int, k0: int, sizes: str) -> np.ndarray:
+    """Clients per context: balanced, or ∝ 2^{−k} with at least one each (sum = n)."""
+    n, k0 = positive_int("n", n), positive_int("k0", k0)
+    if k0 > n:
+        raise ValueError(f"k0 must be <= n = {n}, got {k0}")
+    if sizes == "equal":
+        return np.full(k0, n // k0) + (np.arange(k0) < n % k0)
+    if sizes != "unequal":
+        raise ValueError(f"sizes must be 'equal' or 'unequal', got {sizes!r}")
+    share = 0.5 ** np.arange(k0)
+    counts = np.maximum(1, np.floor(n * share / share.sum())).astype(np.int64)
+    counts[0] += n - counts.sum()
+    while counts[0] < counts[1:].max(initial=0):  # tiny n: keep context 0 the largest
+        j = int(np.argmax(counts[1:])) + 1
+        counts[j] -= 1
+        counts[0] += 1
+    return counts
+
+
+def planted_assignment(n: int, k0: int, sizes: str, rng: np.random.Generator) -> np.ndarray:
+    """Context of each client: :func:`context_counts` labels in a seeded random order."""
+    counts = context_counts(n, k0, sizes)
+    return rng.permutation(np.repeat(np.arange(k0), counts)).astype(np.int64)
+
+
+def make_case_federation(case: SelectionCase, *, dtype=torch.float64, device=None
+                         ) -> tuple[Federation, np.ndarray]:
+    """The federation of ``case`` and its planted assignment [N] (module docstring)."""
+    rng = np.random.default_rng(case.seed)
+    assign = planted_assignment(case.n, case.k0, case.sizes, rng)
+    means = CLASS_SEP * rng.normal(size=(NUM_CLASSES, DIM))
+    if case.kind == "label":
+        per = CLASSES_PER_CONTEXT[case.difficulty]
+        classes = [rng.choice(NUM_CLASSES, size=per, replace=False) for _ in range(case.k0)]
+        ctx_means = [means] * case.k0
+    else:
+        classes = [np.arange(NUM_CLASSES)] * case.k0
+        ctx_means = [means + SHIFT[case.difficulty] * rng.normal(size=means.shape)
+                     for _ in range(case.k0)]
+    sizes = rng.integers(SIZE_RANGE[0], SIZE_RANGE[1] + 1, size=case.n)
+    xs, ys = [], []
+    for i in range(case.n):
+        k = assign[i]
+        y = rng.choice(classes[k], size=sizes[i])
+        xs.append(ctx_means[k][y] + rng.normal(size=(sizes[i], DIM)))
+        ys.append(y.astype(np.int64))
+    fed = Federation.from_client_arrays(xs, ys, num_classes=NUM_CLASSES, seed=case.seed,
+                                        dtype=dtype, device=device, name=case.name)
+    return fed, assign
+
+
+def split_folds(fed: Federation, *, folds: int = 4, fold: int = 0, seed: int = 0) -> Federation:
+    """Cross-validation fold of ``fed``'s *training* data: each client's training samples are
+    permuted (``default_rng(seed)``) and cut into ``folds`` near-equal chunks; chunk ``fold``
+    becomes the *test* split (validation), the others the *train* split.  ``fed``'s test data
+    are not used.  Every client needs at least ``folds`` training samples."""
+    folds = positive_int("folds", folds, minimum=2)
+    if not 0 <= fold < folds:
+        raise ValueError(f"fold must be in [0, {folds}), got {fold}")
+    tr = fed.train
+    rng = np.random.default_rng(seed)
+    tr_idx, va_idx = [], []
+    for off, cnt in zip(tr.offsets.tolist(), tr.counts.tolist()):
+        if cnt < folds:
+            raise ValueError(f"a client has {cnt} training samples < folds = {folds}")
+        chunks = np.array_split(off + rng.permutation(cnt), folds)
+        va_idx.append(chunks[fold])
+        tr_idx.append(np.concatenate([c for j, c in enumerate(chunks) if j != fold]))
+
+    def part(idx: list[np.ndarray]) -> Split:
+        counts = torch.tensor([a.size for a in idx], dtype=torch.long)
+        flat = torch.as_tensor(np.concatenate(idx), device=tr.x.device)
+        dev = tr.x.device
+        return Split(tr.x[flat], tr.y[flat], (torch.cumsum(counts, 0) - counts).to(dev), counts.to(dev))
+
+    return Federation(part(tr_idx), part(va_idx), fed.num_classes, f"{fed.name}-fold{fold}")

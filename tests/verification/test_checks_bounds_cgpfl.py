@@ -32,3 +32,13 @@ def test_shrunk_bound_fails(check_id):
                   tolerance=chk.tolerance)
     out = chk.fn(ctx)
     assert not out.holds, out.detail
+
+
+def test_thm41b_envelope_holds_and_can_fail():
+    chk = load_all()["cgpfl.bound_thm41b_personal"]
+    res = run_check(chk, size="quick", seed=0)
+    assert res.verdict == Verdict.HOLDS, res.detail  # spread ~1.1 over lam = 1..32
+    assert res.check.kind == "envelope" and res.extra["C"] > 0
+    ctx = Context(size="quick", seed=0, params={**chk.quick, "mutate": ("inflate_last", 1e3)},
+                  tolerance=chk.tolerance)
+    assert not chk.fn(ctx).holds  # one point 1000x off breaks the factor-10 envelope

@@ -47,7 +47,7 @@ ENVELOPE_FACTOR = 10.0
 FACTOR_REASON = "ratio measured/shape within one decade over >= 1.5 decades of the variable"
 
 
-def _envelope(measured, shape, params: dict, **kw) -> Outcome:
+def envelope_with_mutation(measured, shape, params: dict, **kw) -> Outcome:
     """:func:`envelope_outcome` with the test mutations of the module docstring applied."""
     m = np.array(measured, dtype=float)
     g = np.array(shape, dtype=float)
@@ -176,7 +176,7 @@ def thm1_quadratic(ctx: Context) -> Outcome:
     shape = np.asarray(bound.total, dtype=float)
     other = meas["eta_printed"] / shape
     trivial = float(gap(w0[None].numpy())[0])
-    return _envelope(
+    return envelope_with_mutation(
         meas["eta_beta_R"], shape, p,
         detail=(f"T = {grid.tolist()}; mu = L = {curv.mu:g} (exact), lam = {lam}, "
                 f"beta = {beta:.4g}, eta = eta_hat_1/(beta R) = {eta:.3g}, delta^2 = "
@@ -246,7 +246,7 @@ def thm1_floor(ctx: Context) -> Outcome:
                                sigma_F1_sq=sigma_sq, Delta0=0.0) for ds in deltas]
     shape = np.array([bd.total for bd in bounds])
     neigh = np.array([bd["neighbourhood"] for bd in bounds])
-    return _envelope(
+    return envelope_with_mutation(
         measured, shape, p,
         detail=(f"|D| = {batches.tolist()}, delta^2 = {np.round(deltas, 4).tolist()}, T = {T}; "
                 f"gamma_f^2 = {gamma_sq:.3g} (exact), mu_F = {mu_f:.3g}, beta = {beta:.4g}; "
@@ -335,7 +335,7 @@ def thm1_mlr(ctx: Context) -> Outcome:
     shape = np.asarray(bound.total, dtype=float)
     trivial = float(gap(flat[:1])[0])
     other = printed / shape
-    return _envelope(
+    return envelope_with_mutation(
         np.maximum(measured, 1e-300), shape, p,
         detail=(f"T = {grid.tolist()}; mu = l2 = {curv.mu:g}, L <= {curv.L:.3g}, lam = {lam}, "
                 f"beta = {beta:.4g}, eta = {eta:.3g}, gamma_f^2 = {gamma_sq:.3g}, nu = "
@@ -400,7 +400,7 @@ def thm1_sampling(ctx: Context) -> Outcome:
                              delta_sq=0.0, sigma_F1_sq=sigma_sq, Delta0=0.0)
     shape = np.asarray(bound.total, dtype=float)
     ratio = n / sampled - 1.0
-    return _envelope(
+    return envelope_with_mutation(
         measured, shape, p,
         detail=(f"N/S - 1 = {ratio.tolist()}, T = T_min = {T}; gamma_f^2 = {gamma_sq:g} "
                 f"(exact), sigma_F1^2 = {sigma_sq:.3g}, mu_F = {mu_f:.3g}, beta = {beta:.4g}; "
@@ -508,7 +508,7 @@ def thm2_nonconvex(ctx: Context) -> Outcome:
                              sigma_F2_sq=sigma2, Delta_F=delta_f)
     shape = np.asarray(bound.total, dtype=float)
     trivial = 2 * lam * delta_f  # ‖∇F(w)‖² ≤ 2L_F(F(w) − F*) while F stays below F(w0)
-    return _envelope(
+    return envelope_with_mutation(
         measured, shape, p,
         detail=(f"T = {grid.tolist()}; L = {L:.4g} (exact), lam = sqrt(8L^2+1) = {lam:.4g}, "
                 f"eta = eta_hat_2 = {eta:.3g}, sigma_f^2 = {sigma_f_sq:.3g}, sigma_F2^2 = "

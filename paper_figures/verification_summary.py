@@ -1,18 +1,22 @@
-"""Figure: verdicts of the verification suite per paper (stacked bars HOLDS/FAILS/ERROR).
+"""Figure: verdicts of the verification suite per paper (stacked bars, one per verdict).
 
 Not a figure of any paper — a one-glance summary of ``pflt verify``: for each paper, how
-many of its registered claims the measurements support, refute, or could not test.
+many of its registered claims the measurements support (HOLDS), refute (FAILS), support in
+a corrected reading (ERRATUM), cannot decide at this size (INCONCLUSIVE), or could not test
+(ERROR).
 
-Source of the verdicts, first that exists:
+It draws the verify results it is given and nothing else (it never runs checks itself):
 
 1. the ``results.json`` named by the environment variable ``PFLT_RESULTS_JSON`` (a file, or
-   a directory containing ``results.json``);
-2. the most recently written ``results.json`` under ``out_dir`` or in ``./verify_out``;
-3. otherwise a fresh run of the cheap part of the suite: every check of kind ``identity`` at
-   its quick size with the given seed, written to ``out_dir/verification_summary_run``.
+   a directory containing ``results.json``; ``pflt figures --verify-results PATH`` sets it);
+2. else the most recently written ``results.json`` under ``out_dir`` or in ``./verify_out``.
+
+The title names the file drawn, its size, seeds and time.  Without any results the figure
+says so (and how to produce them) and the CSV has no rows.
 
 Files: ``verification_summary.png`` and ``verification_summary.csv`` (columns
-``paper, HOLDS, FAILS, ERROR, total, reconstructed``; one row per paper, the plotted data).
+``paper, HOLDS, FAILS, ERRATUM, INCONCLUSIVE, ERROR, total, reconstructed``; one row per
+paper, the plotted data).
 """
 
 from __future__ import annotations
@@ -25,8 +29,12 @@ from pathlib import Path
 from typing import Any
 
 ENV_VAR = "PFLT_RESULTS_JSON"
-VERDICTS = ("HOLDS", "FAILS", "ERROR")
-COLORS = {"HOLDS": "#2e7d32", "FAILS": "#ef6c00", "ERROR": "#c62828"}
+VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR")
+COLORS = {"HOLDS": "#2e7d32", "FAILS": "#ef6c00", "ERRATUM": "#6a1b9a",
+          "INCONCLUSIVE": "#90a4ae", "ERROR": "#c62828"}
+NO_RESULTS = ("no `pflt verify` results given — nothing to summarise.\n"
+              "Run `pflt verify --quick --out verify_out`, then\n"
+              "`pflt figures --only verification_summary --verify-results verify_out`.")
 
 
 def find_results(out_dir: Path) -> Path | None:
@@ -68,32 +76,16 @@ def load_counts(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return rows, meta
 
 
-def _fresh_run(out_dir: Path, seed: int) -> Path:
-    from verification import runner
-
-    checks, import_errors = runner.load_checks()
-    chosen = runner.select(checks, kinds=["identity"])
-    run_dir = Path(out_dir) / "verification_summary_run"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    runner.clear_previous(run_dir)
-    suite = runner.run_suite(chosen, size="quick", seeds=[seed], out_dir=run_dir,
-                             progress=False, import_errors=import_errors)
-    results_path, _ = runner.write_outputs(suite, run_dir)
-    return results_path
-
-
 def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
-    """Draw the per-paper verdict bars; returns ``[png, csv]``. ``quick`` does not change
-    the drawing (a fresh run is always at quick size); ``seed`` only matters for it."""
+    """Draw the per-paper verdict bars of the given verify results; returns ``[png, csv]``.
+    ``quick`` and ``seed`` do not change anything (no check is run here)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     source = find_results(out_dir)
-    if source is None:
-        source = _fresh_run(out_dir, seed)
-    rows, meta = load_counts(source)
+    rows, meta = load_counts(source) if source is not None else ([], {})
 
     csv_path = out_dir / "verification_summary.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
@@ -112,15 +104,20 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
                 ax.text(left[i] + v / 2, i, str(v), ha="center", va="center", color="white",
                         fontsize=9)
         left = [a + b for a, b in zip(left, values)]
-    if not rows:
-        ax.text(0.5, 0.5, "no checks in this run", ha="center", va="center",
+    if source is None:
+        ax.text(0.5, 0.5, NO_RESULTS, ha="center", va="center", transform=ax.transAxes,
+                fontsize=9)
+        ax.set_title("verification summary: no verify results", fontsize=10)
+    elif not rows:
+        ax.text(0.5, 0.5, f"no checks in {source}", ha="center", va="center",
                 transform=ax.transAxes)
     ax.invert_yaxis()
     ax.set_xlabel("number of checks")
     total = {v: sum(r[v] for r in rows) for v in VERDICTS}
-    ax.set_title(f"pflt verify ({meta['size']}, seeds {len(meta['seeds'])}): "
-                 f"{total['HOLDS']} HOLD, {total['FAILS']} FAIL, {total['ERROR']} ERROR",
-                 fontsize=10)
+    if source is not None:
+        counts = ", ".join(f"{total[v]} {v}" for v in VERDICTS if total[v])
+        ax.set_title(f"pflt verify ({meta['size']}, {len(meta['seeds'])} seed(s), "
+                     f"{meta['time']}): {counts or 'no checks'}\nfrom {source}", fontsize=9)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()

@@ -31,6 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true",
                    help="tiny problem sizes (seconds per figure), for smoke tests")
     p.add_argument("--seed", type=int, default=0, help="seed passed to every figure (default 0)")
+    p.add_argument("--verify-results", metavar="PATH", type=Path, default=None,
+                   help="pflt verify output (results.json or its directory) drawn by the "
+                   "figures that summarise verify results (default: ./verify_out if present)")
     p.add_argument("--list", action="store_true", help="list the figure modules and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.set_defaults(func=run)
@@ -50,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
             print(name if callable(target) else f"{name}  (import failed: {target})")
         print(f"{len(found)} figure module(s)")
         return 0
+    if args.verify_results is not None:
+        import os
+
+        if not args.verify_results.exists():
+            raise FileNotFoundError(f"--verify-results {args.verify_results} does not exist")
+        os.environ["PFLT_RESULTS_JSON"] = str(args.verify_results)
     results = driver.run_figures(out_dir=args.out, only=args.only, quick=args.quick,
                                  seed=args.seed, progress=not args.no_progress)
     print(driver.format_results(results))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import textwrap
 import uuid
 
@@ -124,35 +125,53 @@ def test_verification_summary_from_results_json(fake_registry, tmp_path, monkeyp
     assert all(p.is_file() and p.stat().st_size > 0 for p in files)
     rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
     # expected counts by construction of the fake checks above
+    zero = {"ERRATUM": "0", "INCONCLUSIVE": "0"}
     assert rows == [
-        {"paper": "Paper A", "HOLDS": "2", "FAILS": "1", "ERROR": "0", "total": "3",
+        {"paper": "Paper A", "HOLDS": "2", "FAILS": "1", **zero, "ERROR": "0", "total": "3",
          "reconstructed": "1"},
-        {"paper": "Paper B", "HOLDS": "0", "FAILS": "0", "ERROR": "1", "total": "1",
+        {"paper": "Paper B", "HOLDS": "0", "FAILS": "0", **zero, "ERROR": "1", "total": "1",
          "reconstructed": "0"},
     ]
 
 
-def test_verification_summary_runs_identity_checks_when_no_results(fake_registry, tmp_path,
-                                                                   monkeypatch):
+def test_verification_summary_without_results_says_so_and_runs_nothing(fake_registry, tmp_path,
+                                                                      monkeypatch):
     monkeypatch.delenv(verification_summary.ENV_VAR, raising=False)
     monkeypatch.chdir(tmp_path)  # no ./verify_out here
-    seeds = []
+    ran = []
 
     @check("fake.identity", paper="Paper C", reference="eq. (5)", kind="identity")
-    def ident(ctx):
-        seeds.append((ctx.seed, ctx.size))
+    def ident(ctx):  # must not run: the figure only reads results it is given
+        ran.append(ctx.seed)
         return Outcome(measured=0.0, theoretical=0.0, holds=True)
 
-    @check("fake.slow_rate", paper="Paper C", reference="Theorem 1", kind="rate")
-    def rate(ctx):  # must not run: the fallback only runs identity checks
-        raise AssertionError("rate check should not run")
+    drawn = []
+    import matplotlib.axes
 
+    original = matplotlib.axes.Axes.text
+
+    def spy(self, x, y, s, *a, **k):
+        drawn.append(s)
+        return original(self, x, y, s, *a, **k)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", spy)
     files = verification_summary.make(tmp_path / "figs", quick=True, seed=3)
-    assert seeds == [(3, "quick")]
-    rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
-    assert rows == [{"paper": "Paper C", "HOLDS": "1", "FAILS": "0", "ERROR": "0",
-                     "total": "1", "reconstructed": "0"}]
+    assert ran == []
+    assert any("no `pflt verify` results" in s for s in drawn)
+    assert _read_csv(tmp_path / "figs" / "verification_summary.csv") == []
     assert all(p.is_file() for p in files)
+
+
+def test_verification_summary_counts_erratum_and_inconclusive(tmp_path, monkeypatch):
+    results = {"size": "quick", "seeds": [0], "checks": [
+        {"paper": "P", "verdict": v, "kind": "identity"}
+        for v in ("HOLDS", "ERRATUM", "ERRATUM", "INCONCLUSIVE")]}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    monkeypatch.setenv(verification_summary.ENV_VAR, str(tmp_path))
+    verification_summary.make(tmp_path / "figs")
+    rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
+    assert rows == [{"paper": "P", "HOLDS": "1", "FAILS": "0", "ERRATUM": "2",
+                     "INCONCLUSIVE": "1", "ERROR": "0", "total": "4", "reconstructed": "0"}]
 
 
 def test_verification_summary_rejects_foreign_json(tmp_path, monkeypatch):
@@ -169,3 +188,17 @@ def test_verification_summary_rejects_foreign_json(tmp_path, monkeypatch):
 def test_real_figure_modules_are_discovered():
     found = driver.discover()
     assert "verification_summary" in found and "driver" not in found
+
+
+def test_figures_verify_results_option_reaches_the_summary(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(verification_summary.ENV_VAR, raising=False)
+    results = {"size": "full", "seeds": [0, 1], "checks": [
+        {"paper": "Q", "verdict": "FAILS", "kind": "rate"}]}
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "results.json").write_text(json.dumps(results))
+    assert main(["figures", "--only", "verification_summary", "--out", str(tmp_path / "f"),
+                 "--verify-results", str(tmp_path / "v"), "--no-progress"]) == 0
+    rows = _read_csv(tmp_path / "f" / "verification_summary.csv")
+    assert [(r["paper"], r["FAILS"]) for r in rows] == [("Q", "1")]
+    assert main(["figures", "--verify-results", str(tmp_path / "nope"), "--out",
+                 str(tmp_path / "f")]) == 2

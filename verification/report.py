@@ -115,8 +115,60 @@ def _verdict_cell(run: "CheckRun") -> str:
     return run.verdict.value if n == 1 else f"{run.verdict.value} ({run.seeds_holding}/{n})"
 
 
+#: Report sections, in order: the verdicts that need a reader's attention first.
+VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "HOLDS")
+VERDICT_MEANING = {
+    "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
+    "ERRATUM": "the formula as printed is contradicted and the corrected reading holds.",
+    "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
+    "ERROR": "the check itself broke.",
+    "HOLDS": "the measurement agrees with the claim.",
+}
+
+
+def summary_line(counts: dict[str, int]) -> str:
+    """``N checks: a HOLD, b FAIL, c ERRATUM, d INCONCLUSIVE, e ERROR``."""
+    return (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
+            f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
+            f"{counts['ERROR']} ERROR")
+
+
+def _claim(run: "CheckRun") -> str:
+    """The claim a check tests: the first paragraph of its description (docstring)."""
+    text = run.check.description.split("\n\n")[0] if run.check.description else ""
+    return " ".join(text.split()) or run.check.reference
+
+
+def _size(run: "CheckRun", size: str) -> str:
+    c = run.check
+    params = c.quick if size == "quick" else c.full
+    seeds = ", ".join(str(r.seed) for r in run.results)
+    shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
+    return f"{size} size ({shown}); seed(s) {seeds}"
+
+
+def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
+    """A non-HOLDS check: the claim, the evidence and the size that decided it."""
+    c = run.check
+    worst = [r for r in run.results if r.verdict is run.verdict] or list(run.results)
+    lines = [f"### `{c.id}` — {c.paper}, {c.reference}"
+             + (" (RECONSTRUCTED formula)" if c.reconstructed else ""), "",
+             f"- **Claim:** {_claim(run)}",
+             f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
+             f"- **Measured / theoretical:** {short(worst[0].measured, 200)} / "
+             f"{short(worst[0].theoretical, 200)}",
+             f"- **Decided at:** {_size(run, size)}"
+             + (f"; verdict per seed: {', '.join(r.verdict.value for r in run.results)}"
+                if len(run.results) > 1 else "")]
+    figs = _figures(run, out_dir)
+    if figs:
+        lines.append("- **Figures:** " + " ".join(f"[{Path(f).name}]({f})" for f in figs))
+    return lines + [""]
+
+
 def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
-    """The content of ``report.md``."""
+    """The content of ``report.md``: summary, then the checks grouped by verdict — each
+    non-HOLDS check with its claim, evidence and deciding size; the HOLDS as a table."""
     env = suite.environment
     counts = suite.counts()
     seeds = ", ".join(map(str, suite.seeds))
@@ -126,25 +178,30 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
         f"(git {env.get('git_commit') or '?'}), device {env.get('device', '?')}, "
         f"Python {env.get('python', '?')}, "
         + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items() if v) + ".", "",
-        f"**{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
-        f"{counts['ERROR']} ERROR.**", "",
-        "HOLDS: the measurement agrees with the claim within the stated tolerance. "
-        "FAILS: the measurement refutes the claim (a finding). ERROR: the check broke. "
-        "With several seeds the verdict is the worst seed's, `(k/n)` = seeds that hold; "
-        "measured/theoretical values are the first seed's. R = tests a RECONSTRUCTED formula.", "",
-        "| id | paper | reference | kind | R | measured | theoretical | verdict | detail "
-        "| figures |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"**{summary_line(counts)}.**", "",
+        " ".join(f"{v}: {VERDICT_MEANING[v]}" for v in VERDICT_ORDER),
+        "With several seeds the verdict is the worst seed's (ERROR > FAILS > ERRATUM > "
+        "INCONCLUSIVE > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
     ]
-    for run in suite.runs:
-        c, r0 = run.check, _first(run)
-        details = [r.detail for r in run.results if r.verdict is run.verdict] or [r0.detail]
-        figs = _figures(run, out_dir)
-        fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
-        cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
-                 short(r0.measured), short(r0.theoretical), f"**{_verdict_cell(run)}**",
-                 short(details[0], 160), fig_cell]
-        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    for verdict in VERDICT_ORDER:
+        group = [run for run in suite.runs if run.verdict.value == verdict]
+        if not group:
+            continue
+        lines += ["", f"## {verdict} ({len(group)})", "", f"_{VERDICT_MEANING[verdict]}_", ""]
+        if verdict != "HOLDS":
+            for run in group:
+                lines += _explained(run, suite.size, out_dir)
+            continue
+        lines += ["| id | paper | reference | kind | R | measured | theoretical | verdict "
+                  "| detail | figures |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for run in group:
+            c, r0 = run.check, _first(run)
+            figs = _figures(run, out_dir)
+            fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
+            cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
+                     short(r0.measured), short(r0.theoretical), f"**{_verdict_cell(run)}**",
+                     short(r0.detail, 160), fig_cell]
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     lines += tightness_markdown(suite)  # bound/envelope checks (verification/tightness.py)
     if any(run.check.tolerance_reason for run in suite.runs):
         lines += ["", "## Tolerances", ""]
@@ -171,9 +228,7 @@ def format_table(suite: "SuiteRun") -> str:
         return "  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip()
 
     out = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
-    counts = suite.counts()
-    out.append(f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
-               f"{counts['ERROR']} ERROR")
+    out.append(summary_line(suite.counts()))
     errors = [run for run in suite.runs if run.verdict.value == "ERROR"]
     for run in errors:
         bad = next(r for r in run.results if r.verdict.value == "ERROR")

@@ -157,14 +157,17 @@ def test_cli_writes_parseable_report_and_results(fake_registry, tmp_path, capsys
     assert sorted(calls) == sorted([(k, "quick", s) + ((2,) if k == "true" else ())
                                     for k in ("true", "false", "raises") for s in (0, 1)])
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "**3 checks: 1 HOLD, 1 FAIL, 1 ERROR.**" in report
+    summary = "3 checks: 1 HOLD, 1 FAIL, 0 ERRATUM, 0 INCONCLUSIVE, 1 ERROR"
+    assert f"**{summary}.**" in report
     rows = [line for line in report.splitlines() if line.startswith("| `fake.")]
-    assert len(rows) == 3
-    false_row = next(r for r in rows if "`fake.false`" in r)
-    assert "Theorem 2" in false_row and "| R |" in false_row and "FAILS" in false_row
+    assert len(rows) == 1 and "`fake.true`" in rows[0]  # only HOLDS are a table
+    assert report.index("## FAILS (1)") < report.index("## ERROR (1)") < report.index("## HOLDS (1)")
+    false_head = next(r for r in report.splitlines() if r.startswith("### `fake.false`"))
+    assert "Theorem 2" in false_head and "RECONSTRUCTED" in false_head
+    assert "- **Decided at:** quick size" in report
     assert "exact integer arithmetic" in report  # tolerance reasons are listed
     printed = capsys.readouterr().out
-    assert "fake.raises" in printed and "3 checks: 1 HOLD, 1 FAIL, 1 ERROR" in printed
+    assert "fake.raises" in printed and summary in printed
     assert "ZeroDivisionError" in printed
 
 
@@ -229,7 +232,8 @@ def test_non_finite_and_array_values_are_strict_json(fake_registry, tmp_path):
     main(["verify", "--quick", "--out", str(tmp_path), "--no-progress"])
     entry = _strict_json(tmp_path / "results.json")["checks"][0]["results"][0]
     assert entry["measured"] == [1.0, "Infinity"] and entry["theoretical"] == "NaN"
-    assert "pipes \\| in \\| detail" in (tmp_path / "report.md").read_text()
+    # a non-HOLDS check is a list entry (no table): the detail is kept verbatim
+    assert "- **Evidence** (seed 0): pipes | in | detail" in (tmp_path / "report.md").read_text()
 
 
 def test_load_checks_reports_broken_modules(fake_registry, tmp_path, monkeypatch):

@@ -50,11 +50,13 @@ class APFL(Algorithm):
     client_models = ("local",)
     client_tensors = ("alpha",)
 
-    lr: float = hp(0.02, "local SGD learning rate η (global and local models)", check=positive)
-    mix_init: float = hp(0.5, "initial mixing weight α_i ∈ [0, 1]")
+    lr: float = hp(0.02, "local SGD learning rate η (global and local models)", check=positive,
+                   symbol="η")
+    mix_init: float = hp(0.5, "initial mixing weight α_i ∈ [0, 1]", symbol="α_i⁰")
     mix_lr: float = hp(0.01, "learning rate η_α of the adaptive α update (0: fixed α)",
-                       check=nonnegative)
-    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int)
+                       check=nonnegative, symbol="η_α")
+    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int,
+                           symbol="R")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 

@@ -69,12 +69,18 @@ def hyperparameters(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if f.init]
 
 
+NO_SYMBOL = "—"
+
+
 def hp(default: Any, help: str, check: Callable[[str, Any], Any] | None = None, *,
        symbol: str = "") -> Any:
     """A documented hyper-parameter field; ``check(name, value)`` (e.g.
     :func:`pfl_theory.validation.positive`) validates it in :func:`validate_hyperparameters`;
-    ``symbol`` is the paper's symbol for it (e.g. ``"η"``, ``"λ"``, ``"β"``), shown by
-    ``pflt list`` and ``pflt run --algorithm X --help``."""
+    ``symbol`` is the paper's symbol for it (e.g. ``"η"``, ``"λ"``, ``"β"``; :data:`NO_SYMBOL`
+    for a toolkit or reading choice the paper has no symbol for), shown by ``pflt list`` and
+    ``pflt run --algorithm X --help``.  The same name may stand for different symbols in
+    different algorithms (``lr`` is η in FedAvg, pFedMe's outer η, β in CGPFL and
+    Per-FedAvg): the symbol and the class docstring say which."""
     return field(default=default, metadata={"help": help, "check": check, "symbol": symbol})
 
 

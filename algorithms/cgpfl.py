@@ -102,22 +102,26 @@ class _CGPFLBase(Algorithm):
     client_models = ("personalized", "local")
     server_rows = {"assignment": 0}
     lam: float = hp(12.0, "regularisation λ pulling θ_i to its context model (CGPFL default 12)",
-                    check=positive)
-    personal_lr: float = hp(0.01, "learning rate η of the S personalized steps", check=positive)
-    inner_steps: int = hp(5, "personalized steps S per local round", check=positive_int)
-    lr: float = hp(0.005, "learning rate β of the local generalized-model step (default: the "
-                          "paper's 0.005; with local_step='pfedme' the step β·λ = 0.06 is "
-                          "stable on the default data, β = 1 gives β·λ = 12 and diverges)",
-                   check=positive)
+                    check=positive, symbol="λ")
+    personal_lr: float = hp(0.01, "learning rate η of the S personalized steps", check=positive,
+                            symbol="η")
+    inner_steps: int = hp(5, "personalized steps S per local round", check=positive_int, symbol="S")
+    lr: float = hp(0.005, "CGPFL's β (not η): step of the local generalized-model update "
+                          "(default: the paper's 0.005; with local_step='pfedme' the step "
+                          "β·λ = 0.06 is stable on the default data, β = 1 gives β·λ = 12 and "
+                          "diverges)", check=positive, symbol="β")
     local_step: str = hp("pfedme", "scale c of the local step ω̃ ← ω̃ − β·c·(ω̃ − θ̃): "
-                                   "'pfedme' c = λ (β = pFedMe's η), 'paper' c = 2/N (∇_ω G)")
+                                   "'pfedme' c = λ (β = pFedMe's η), 'paper' c = 2/N (∇_ω G)",
+                                   symbol="c")
     local_scale: float = hp(0.0, "explicit c of the local step (> 0 overrides local_step)",
-                            check=nonnegative)
-    alpha: float = hp(1.0, "server step α in Ω ← Ω − α(Ω − Ω_{I,R}P) (α = 1: cluster means)")
-    local_rounds: int = hp(10, "local rounds R per communication round", check=positive_int)
+                            check=nonnegative, symbol="c")
+    alpha: float = hp(1.0, "server step α in Ω ← Ω − α(Ω − Ω_{I,R}P) (α = 1: cluster means)",
+                      symbol="α")
+    local_rounds: int = hp(10, "local rounds R per communication round", check=positive_int,
+                           symbol="R")
     batch_size: int = batch_size_hp()
     kmeans_restarts: int = hp(10, "k-means++ restarts of the server clustering",
-                              check=positive_int)
+                              check=positive_int, symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -234,7 +238,11 @@ class _CGPFLBase(Algorithm):
 @register("cgpfl")
 @dataclass(frozen=True)
 class CGPFL(_CGPFLBase):
-    num_contexts: int = hp(4, "number K of context (generalized) models", check=positive_int)
+    """CGPFL (Tang, Guo, Guo, IJCAI 2022, arXiv 2106.13044), Algorithm 1.  Symbols: K =
+    ``num_contexts``, λ = ``lam``, η = ``personal_lr``, S = ``inner_steps``, β = ``lr`` (not
+    η), c = ``local_step``/``local_scale``, α = ``alpha``, R = ``local_rounds``."""
+    num_contexts: int = hp(4, "number K of context (generalized) models", check=positive_int,
+                           symbol="K")
 
     def __post_init__(self):
         super().__post_init__()
@@ -251,11 +259,15 @@ class CGPFL(_CGPFLBase):
 @register("cgpfl-heur")
 @dataclass(frozen=True)
 class CGPFLHeur(_CGPFLBase):
-    k_max: int = hp(0, "largest K searched by e(K) (0: N/2, the paper's bound)")
-    mu: float = hp(1.0, "weight μ of cost(Θ,Ω;K) in e(K) (stands in for λ + L/2)", check=positive)
-    select_round: int = hp(0, "round in which K̂ = argmin e(K) is chosen and frozen")
+    """CGPFL-Heur (Tang, Guo, Guo, IJCAI 2022; docs/formulas.md §A.9): K̂ = argmin e(K) over
+    K = 1 … K_max = ``k_max``, μ = ``mu``, chosen in round ``select_round``; then CGPFL with
+    λ = ``lam``, η = ``personal_lr``, S = ``inner_steps``, β = ``lr`` (not η), α = ``alpha``."""
+    k_max: int = hp(0, "largest K searched by e(K) (0: N/2, the paper's bound)", symbol="K_max")
+    mu: float = hp(1.0, "weight μ of cost(Θ,Ω;K) in e(K) (stands in for λ + L/2)", check=positive,
+                   symbol="μ")
+    select_round: int = hp(0, "round in which K̂ = argmin e(K) is chosen and frozen", symbol="—")
     select_on: str = hp("uploads", "models clustered by e(K): 'uploads' (ω̃_{i,R}) or "
-                                   "'personalized' (θ̃_i)")
+                                   "'personalized' (θ̃_i)", symbol="—")
 
     def __post_init__(self):
         super().__post_init__()

@@ -130,13 +130,15 @@ class _Decoupled(Algorithm):
 
     client_models = ("personal",)
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)",
-                           check=positive_int)
+                           check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
-    head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int)
-    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
+    head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int,
+                          symbol="—")
+    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples",
+                          symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -196,7 +198,7 @@ class FedRep(_Decoupled):
     ``local_rounds``."""
 
     head_steps: int = hp(10, "local SGD steps on the head (body fixed) before the body steps",
-                         check=positive_int)
+                         check=positive_int, symbol="τ")
 
     def __post_init__(self):
         super().__post_init__()

@@ -38,10 +38,13 @@ class Ditto(Algorithm):
     client_models = ("personalized",)
 
     lam: float = hp(0.1, "regularisation λ pulling personal models to the global model",
-                    check=positive)
-    lr: float = hp(0.02, "local SGD learning rate η of the global (FedAvg) model", check=positive)
-    personal_lr: float = hp(0.02, "learning rate η_p of the personal model", check=positive)
-    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int)
+                    check=positive, symbol="λ")
+    lr: float = hp(0.02, "local SGD learning rate η of the global (FedAvg) model", check=positive,
+                   symbol="η")
+    personal_lr: float = hp(0.02, "learning rate η_p of the personal model", check=positive,
+                            symbol="η_p")
+    local_rounds: int = hp(20, "local steps R per round (one mini-batch each)", check=positive_int,
+                           symbol="R")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 

@@ -28,9 +28,9 @@ class FedAvg(Algorithm):
     """FedAvg (McMahan et al., AISTATS 2017): paper symbols η = ``lr``, R = ``local_rounds``
     (local SGD steps, one mini-batch each), |D| = ``batch_size``, S = ``clients_per_round``."""
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int)
+                           check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 
@@ -63,13 +63,15 @@ class FedAvg(Algorithm):
 @register("local")
 @dataclass(frozen=True)
 class Local(Algorithm):
-    """Local training (no communication): η = ``lr``, R = ``local_rounds``, |D| = ``batch_size``."""
+    """Local training (no communication), the lower reference of the pFedMe (Dinh et al.,
+    NeurIPS 2020) and CGPFL (Tang et al., IJCAI 2022) tables: η = ``lr``, R =
+    ``local_rounds``, |D| = ``batch_size`` (FedAvg's local step)."""
 
     client_models = ("local",)
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int)
+                           check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()
 
     def __post_init__(self):

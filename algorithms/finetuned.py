@@ -50,8 +50,9 @@ class _FineTuned(Algorithm):
 
     client_models = ("personalized",)
 
-    finetune_steps: int = hp(20, "local fine-tuning SGD steps for the evaluated personalized model")
-    finetune_lr: float = hp(0.05, "learning rate of the fine-tuning steps")
+    finetune_steps: int = hp(20, "local fine-tuning SGD steps for the evaluated personalized model",
+                             symbol="—")
+    finetune_lr: float = hp(0.05, "learning rate of the fine-tuning steps", symbol="—")
 
     def _check_finetune(self):
         positive_int("finetune_steps", self.finetune_steps)
@@ -76,15 +77,20 @@ class _FineTuned(Algorithm):
 @register("fedbabu")
 @dataclass(frozen=True)
 class FedBABU(_FineTuned):
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    """FedBABU (Oh, Kim, Yun, ICLR 2022, arXiv 2106.06042): η = ``lr`` for the body, R =
+    ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``; fine-tuning options are
+    toolkit choices (no paper symbol)."""
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(10, "local SGD steps R per round on the body (one mini-batch each)",
-                           check=positive_int)
+                           check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
     head_layers: int = hp(1, "number of last layers in the (frozen, random) head",
-                          check=positive_int)
-    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
-    finetune_part: str = hp("head", "'head' or 'full': what the evaluation fine-tuning updates")
+                          check=positive_int, symbol="—")
+    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples",
+                          symbol="—")
+    finetune_part: str = hp("head", "'head' or 'full': what the evaluation fine-tuning updates",
+                            symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -131,12 +137,17 @@ class FedBABU(_FineTuned):
 @register("fedavg-ft")
 @dataclass(frozen=True)
 class FedAvgFT(_FineTuned):
-    lr: float = hp(0.02, "local SGD learning rate η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
-    head_layers: int = hp(1, "layers fine-tuned when finetune_part='head'", check=positive_int)
-    finetune_part: str = hp("full", "'full' or 'head': what the evaluation fine-tuning updates")
+    """FedAvg+FT: FedAvg (McMahan et al., AISTATS 2017; η = ``lr``, R = ``local_rounds``,
+    |D| = ``batch_size``, S = ``clients_per_round``) with local fine-tuning, the baseline of
+    the PPFE paper's Table 1 (Emrani, Najafi, Motahari, arXiv 2602.14244)."""
+    lr: float = hp(0.02, "local SGD learning rate η", symbol="η")
+    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)", symbol="R")
+    batch_size: int = hp(20, "mini-batch size |D|", symbol="|D|")
+    clients_per_round: int = hp(10, "clients S sampled per round", symbol="S")
+    head_layers: int = hp(1, "layers fine-tuned when finetune_part='head'", check=positive_int,
+                          symbol="—")
+    finetune_part: str = hp("full", "'full' or 'head': what the evaluation fine-tuning updates",
+                            symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)

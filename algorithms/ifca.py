@@ -57,10 +57,10 @@ class IFCA(Algorithm):
 
     server_rows = {"assignment": 0}
 
-    num_contexts: int = hp(4, "number K of cluster models", check=positive_int)
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    num_contexts: int = hp(4, "number K of cluster models", check=positive_int, symbol="k")
+    lr: float = hp(0.02, "IFCA's γ: local SGD step size", check=positive, symbol="γ")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int)
+                           check=positive_int, symbol="τ")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 

@@ -43,11 +43,12 @@ class L2SGD(Algorithm):
     client_models = ("personalized",)
 
     lr: float = hp(0.02, "step η = α/n of the local gradient step (scaled by 1/(1−p))",
-                   check=positive)
+                   check=positive, symbol="α/n")
     lam: float = hp(1.0, "penalty λ on the distance of local models to their mean",
-                    check=nonnegative)
-    avg_prob: float = hp(0.1, "probability p of an averaging (communication) step")
-    local_rounds: int = hp(20, "iterations R per round (one mini-batch each)", check=positive_int)
+                    check=nonnegative, symbol="λ")
+    avg_prob: float = hp(0.1, "probability p of an averaging (communication) step", symbol="p")
+    local_rounds: int = hp(20, "iterations R per round (one mini-batch each)", check=positive_int,
+                           symbol="R")
     batch_size: int = batch_size_hp()
 
     def __post_init__(self):

@@ -53,17 +53,18 @@ class PerFedAvg(Algorithm):
 
     client_models = ("personalized",)
 
-    lr: float = hp(0.02, "outer (meta) learning rate β", check=positive)
-    inner_lr: float = hp(0.02, "inner / adaptation learning rate α", check=nonnegative)
-    variant: str = hp("hf", "'fo' (first-order) or 'hf' (Hessian-free)")
+    lr: float = hp(0.02, "Per-FedAvg's β (not η): outer (meta) step", check=positive, symbol="β")
+    inner_lr: float = hp(0.02, "inner / adaptation learning rate α", check=nonnegative, symbol="α")
+    variant: str = hp("hf", "'fo' (first-order) or 'hf' (Hessian-free)", symbol="—")
     hf_delta: float = hp(1e-3, "finite-difference step δ of the HF Hessian-vector product",
-                         check=positive)
-    local_rounds: int = hp(20, "local steps R per round", check=positive_int)
+                         check=positive, symbol="δ")
+    local_rounds: int = hp(20, "local steps R per round", check=positive_int, symbol="τ")
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
     adapt_on: str = hp("train", "'train' (the paper) or 'test': adapt the evaluated model "
                                 "with an α-step and a β-step on TEST mini-batches, as the "
-                                "public pFedMe code's userperavg.py does (leaks test data)")
+                                "public pFedMe code's userperavg.py does (leaks test data)",
+                                symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)

@@ -110,15 +110,16 @@ class PFedHN(Algorithm):
 
     server_rows = {"embeddings": 0}
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)",
-                           check=positive_int)
+                           check=positive_int, symbol="K")
     batch_size: int = batch_size_hp()
-    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
-    hn_lr: float = hp(0.3, "hypernetwork / embedding learning rate α", check=positive)
-    embed_dim: int = hp(8, "client embedding dimension e", check=positive_int)
-    hn_hidden: int = hp(64, "hidden width of the hypernetwork MLP", check=positive_int)
-    hn_layers: int = hp(2, "hidden ReLU layers of the hypernetwork MLP")
+    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int,
+                                symbol="C")
+    hn_lr: float = hp(0.3, "hypernetwork / embedding learning rate α", check=positive, symbol="α")
+    embed_dim: int = hp(8, "client embedding dimension e", check=positive_int, symbol="e")
+    hn_hidden: int = hp(64, "hidden width of the hypernetwork MLP", check=positive_int, symbol="—")
+    hn_layers: int = hp(2, "hidden ReLU layers of the hypernetwork MLP", symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -175,9 +176,10 @@ class PLGUGHN(PFedHN):
     """PLGU-GHN (Qu et al., CVPR 2023, appendix C, eqs. 22–26, Algorithm 4): pFedHN's
     symbols plus ρ = ``rho``, p = ``p_norm`` and the eq. 5 ``exponent`` reading (Λ = I)."""
 
-    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
-    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")
-    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)")
+    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)", symbol="ρ")
+    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]", symbol="p")
+    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)",
+                       symbol="—")
 
     def __post_init__(self):
         super().__post_init__()

@@ -51,20 +51,23 @@ class PFedMe(Algorithm):
     client_models = ("personalized", "local")
 
     lam: float = hp(20.0, "regularisation λ pulling personalized models to the local model",
-                    check=positive)
-    lr: float = hp(0.005, "learning rate η of the local (outer) update", check=positive)
+                    check=positive, symbol="λ")
+    lr: float = hp(0.005, "pFedMe's outer η: step of the local-model update", check=positive, symbol="η")
     personal_lr: float = hp(0.01, "personal learning rate η_p of the K inner steps",
-                            check=positive)
-    inner_steps: int = hp(5, "inner gradient steps K per local round", check=positive_int)
-    local_rounds: int = hp(20, "local rounds R per communication round", check=positive_int)
+                            check=positive, symbol="η_p")
+    inner_steps: int = hp(5, "inner gradient steps K per local round", check=positive_int,
+                          symbol="K")
+    local_rounds: int = hp(20, "local rounds R per communication round", check=positive_int,
+                           symbol="R")
     batch_size: int = batch_size_hp()
-    beta: float = hp(1.0, "server mixing β: w ← (1−β)w + β·mean (β=1: averaging)", check=positive)
+    beta: float = hp(1.0, "server mixing β: w ← (1−β)w + β·mean (β=1: averaging)", check=positive,
+                     symbol="β")
     clients_per_round: int = hp(10, "clients S aggregated per round (all clients train)",
-                                check=positive_int)
+                                check=positive_int, symbol="S")
     aggregation: str = hp("uniform", "'uniform' (paper) or 'weighted' by samples (public code)",
-                          check=one_of("uniform", "weighted"))
+                          check=one_of("uniform", "weighted"), symbol="—")
     code_l2: float = hp(0.0, "extra ℓ2 term μ·θ in the inner step (public code: 0.001)",
-                        check=nonnegative)
+                        check=nonnegative, symbol="μ")
 
     def __post_init__(self):
         validate_hyperparameters(self)

@@ -64,18 +64,24 @@ class PLGUGRep(Algorithm):
     #: the head, which the one-layer default ``mlr`` does not have
     default_model: ClassVar[str] = "mlp"
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update",
-                         check=positive_int)
+                         check=positive_int, symbol="K")
     batch_size: int = batch_size_hp()
-    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
-    head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int)
-    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
-    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
-    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")
-    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)")
-    eq13: str = hp("corrected", "PLGU-GRep eq. 13 gradient: 'corrected' (g̃, SAM) or 'printed' (g)")
-    zero_scores: str = hp("zeros", "ξ of a client whose scores are all 0: 'zeros' (no perturbation) or 'uniform'")
+    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int,
+                                symbol="C")
+    head_layers: int = hp(1, "number of last layers personalized (the head)", check=positive_int,
+                          symbol="—")
+    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples",
+                          symbol="—")
+    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)", symbol="ρ")
+    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]", symbol="p")
+    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)",
+                       symbol="—")
+    eq13: str = hp("corrected", "PLGU-GRep eq. 13 gradient: 'corrected' (g̃, SAM) or 'printed' (g)",
+                   symbol="—")
+    zero_scores: str = hp("zeros", "ξ of a client whose scores are all 0: 'zeros' (no perturbation) or 'uniform'",
+                          symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)

@@ -106,13 +106,16 @@ class _SAMFields(Algorithm):
     ``clients_per_round``, ρ = ``rho``, p = ``p_norm`` (ℓ_p ball), ``exponent`` = eq. 5's
     denominator exponent reading."""
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive)
-    local_rounds: int = hp(20, "local steps K per round (one mini-batch each)", check=positive_int)
+    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    local_rounds: int = hp(20, "local steps K per round (one mini-batch each)", check=positive_int,
+                           symbol="K")
     batch_size: int = batch_size_hp()
-    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int)
-    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)")
-    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]")
-    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)")
+    clients_per_round: int = hp(10, "clients S (= C) sampled per round", check=positive_int,
+                                symbol="C")
+    rho: float = hp(0.05, "SAM radius ρ (0 removes the perturbation)", symbol="ρ")
+    p_norm: float = hp(2.0, "ℓ_p norm of the SAM ball, p in (1, inf]", symbol="p")
+    exponent: str = hp("corrected", "eq. 5 denominator exponent: 'corrected' (1/p) or 'printed' (p-1)",
+                       symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -159,8 +162,10 @@ class PLGULF(_SAMFields):
 
     client_models = ("personalized",)
 
-    personalized_layers: int = hp(1, "D: layers of largest score ξ kept personal (not perturbed)")
-    layer_scaling: str = hp("scores", "Λ on universal layers: 'scores' (diag ξ, eq. 5) or 'identity'")
+    personalized_layers: int = hp(1, "D: layers of largest score ξ kept personal (not perturbed)",
+                                  symbol="D")
+    layer_scaling: str = hp("scores", "Λ on universal layers: 'scores' (diag ξ, eq. 5) or 'identity'",
+                            symbol="Λ_i")
 
     def __post_init__(self):
         super().__post_init__()

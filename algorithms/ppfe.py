@@ -87,31 +87,49 @@ class PPFE(Algorithm):
     def is_client_model(self, name: str) -> bool:
         return name == "heads" or name.startswith("stage")
 
-    lr: float = hp(0.02, "local SGD learning rate η (heads; the body uses lr·body_lr_decay^t)")
-    local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)")
-    head_steps: int = hp(10, "local SGD steps on the head before the body steps (local_update='fedrep')")
-    batch_size: int = hp(20, "mini-batch size |D|")
-    clients_per_round: int = hp(10, "clients S sampled per round")
-    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples")
-    stages: int = hp(4, "number of stages T (stage 0 = FedAvg); at most L+1 used when progressive")
-    total_rounds: int = hp(160, "round budget split across the stages (later rounds continue the last stage)")
-    stage_fractions: str = hp("30,50,40,40", "relative rounds per stage (paper images: 30/50/40/40 of 160)")
-    fixed_head: int = hp(0, "0 = progressive heads; k > 0 = every stage personalizes the last k layers")
-    local_update: str = hp("fedrep", "'fedrep' (head then body steps; Remark 3) or 'joint'")
-    reduction: str = hp("svd", "personalized-layer reduction: 'svd', 'width', 'mask' or 'none'")
+    lr: float = hp(0.02, "local SGD learning rate η (heads; the body uses lr·body_lr_decay^t)",
+                   symbol="η")
+    local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)",
+                           symbol="R")
+    head_steps: int = hp(10, "local SGD steps on the head before the body steps (local_update='fedrep')",
+                         symbol="—")
+    batch_size: int = hp(20, "mini-batch size |D|", symbol="|D|")
+    clients_per_round: int = hp(10, "clients S sampled per round", symbol="S")
+    aggregation: str = hp("uniform", "server mean: 'uniform' (papers) or 'weighted' by samples",
+                          symbol="—")
+    stages: int = hp(4, "number of stages T (stage 0 = FedAvg); at most L+1 used when progressive",
+                     symbol="T")
+    total_rounds: int = hp(160, "round budget split across the stages (later rounds continue the last stage)",
+                           symbol="Σ_t R_t")
+    stage_fractions: str = hp("30,50,40,40", "relative rounds per stage (paper images: 30/50/40/40 of 160)",
+                              symbol="R_t")
+    fixed_head: int = hp(0, "0 = progressive heads; k > 0 = every stage personalizes the last k layers",
+                         symbol="—")
+    local_update: str = hp("fedrep", "'fedrep' (head then body steps; Remark 3) or 'joint'",
+                           symbol="—")
+    reduction: str = hp("svd", "personalized-layer reduction: 'svd', 'width', 'mask' or 'none'",
+                        symbol="Ψ_t")
     shrink: float = hp(0.5, "complexity factor γ: stage-t rank/width/fan-in = ⌈d·γ^t⌉",
-                       check=positive)
-    ranks: str = hp("", "explicit SVD ranks for stages 1,2,… (comma-separated; overrides shrink)")
-    mask_seed: int = hp(0, "seed of the structured masks shared by all clients")
-    reweighting: bool = hp(True, "reweight samples between stages (eq. 7); False = ablation")
+                       check=positive, symbol="γ")
+    ranks: str = hp("", "explicit SVD ranks for stages 1,2,… (comma-separated; overrides shrink)",
+                    symbol="r_t")
+    mask_seed: int = hp(0, "seed of the structured masks shared by all clients", symbol="—")
+    reweighting: bool = hp(True, "reweight samples between stages (eq. 7); False = ablation",
+                           symbol="π")
     inverse_temperature: float = hp(1.0, "inverse temperature β of the reweighting (eq. 7)",
-                                    check=nonnegative)
-    beta_rule: str = hp("constant", "'constant' (β) or 'alpha' (β_i = α_i, SAMME's update)")
-    score: str = hp("miss", "reweighting score: 'miss' (0-1 error) or 'loss' (cross-entropy)")
-    coefficients: str = hp("samme", "stage coefficients: 'samme', 'adaboost' or 'uniform'")
-    ensemble: str = hp("probs", "ensemble of stage outputs: 'probs', 'votes' or 'logits'")
-    body_lr_decay: float = hp(1.0, "body learning rate factor per stage (paper lowers it; value lost)")
-    full_last_round: bool = hp(True, "all clients take part in the last round of each stage")
+                                    check=nonnegative, symbol="β")
+    beta_rule: str = hp("constant", "'constant' (β) or 'alpha' (β_i = α_i, SAMME's update)",
+                        symbol="—")
+    score: str = hp("miss", "reweighting score: 'miss' (0-1 error) or 'loss' (cross-entropy)",
+                    symbol="s")
+    coefficients: str = hp("samme", "stage coefficients: 'samme', 'adaboost' or 'uniform'",
+                           symbol="α^(t)")
+    ensemble: str = hp("probs", "ensemble of stage outputs: 'probs', 'votes' or 'logits'",
+                       symbol="H_i")
+    body_lr_decay: float = hp(1.0, "body learning rate factor per stage (paper lowers it; value lost)",
+                              symbol="—")
+    full_last_round: bool = hp(True, "all clients take part in the last round of each stage",
+                               symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)

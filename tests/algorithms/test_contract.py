@@ -167,3 +167,21 @@ def test_every_algorithm_declares_the_split(fed, model):
             v = s.models[k] if k in s.models else s.tensors[k]
             v = next(iter(v.values())) if isinstance(v, dict) else v
             assert v.shape[axis] == fed.num_clients, (name, k)
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_every_hyperparameter_has_a_symbol_and_the_class_cites_its_paper(name):
+    """Paper symbols (or the explicit NO_SYMBOL) on every field; the class docstring names
+    its paper (a venue year or an arXiv number) and the symbol of ``lr`` when it has one."""
+    import re
+
+    cls = registry()[name]
+    for f in hyperparameters(cls):
+        assert f.metadata.get("symbol"), f"{name}.{f.name} has no paper symbol"
+    doc = cls.__dict__.get("__doc__") or ""
+    assert doc and not doc.startswith(cls.__name__ + "("), f"{name} has no class docstring"
+    assert re.search(r"(19|20)\d\d|arXiv", doc), f"{name}: docstring cites no paper"
+    text = " ".join(c.__doc__ or "" for c in cls.__mro__)
+    names = {f.name for f in hyperparameters(cls)}
+    if "lr" in names:
+        assert "``lr``" in text, f"{name}: the docstrings do not say which symbol lr is"

@@ -288,8 +288,9 @@ def lemma8_quantile(ctx: Context, *, scale_bound: float = 1.0,
 
 
 @functools.lru_cache(maxsize=8)
-def _theorem7_linear(seed: int, num_clients: int, dim: int, sizes: tuple, delta: float) -> dict:
-    """PPFE with T = 2 linear stages on the linear generator, per per-client size n:
+def _linear_ppfe(seed: int, dim: int, points: tuple, delta: float) -> dict:
+    """PPFE with T = 2 linear stages on the linear generator, per grid point (N, n) =
+    (clients, per-client size) in ``points``:
     stage 0 = pooled least squares w_0 (FedAvg's ERM at equal n_i), stage 1 = client least
     squares on the residuals v_i, ensemble ŵ_i = w_0 + v_i (α_t = 1).  Returns per n the exact
     excess risk (1/N) Σ_i (ŵ_i − w_i)ᵀ Σ_i (ŵ_i − w_i) and the two bounds on it:
@@ -299,15 +300,19 @@ def _theorem7_linear(seed: int, num_clients: int, dim: int, sizes: tuple, delta:
       lies in the class; the class: two depth-1 stages (Lemma 4, P = d + 1 each), |α_t| ≤ 1,
       with the joint cover of §C.5.2 (one shared body, N heads, N T coefficients), fixed
       allocation ε_sh = ε_pers = ε/(4A), ε_α = ε/(2 T B_h) (any feasible allocation is valid);
-    * ``calculator``: 2 B × ``theorem7_terms`` total (Õ constants 1, logs dropped).
+    * ``calculator``: 2 B × ``theorem7_terms`` total (Õ constants 1, logs dropped);
+    * ``corollary``: 2 B × ``corollary2_terms`` total (constants 1; equal sizes, depth 1,
+      γ_w = 1, width w = √(d+1) so that w² is a stage's parameter count — our reading of
+      the width of a linear model).
 
     Constants estimated from the run: B_x = max |x|, Y = max |y| (training data; the theorem
     assumes bounded inputs and losses, Gaussian data are bounded by these w.h.p.), weight
     bound M = max |entry| of w_0, v_i, w_i − w_0, output bound B_h = d M B_x + M, prediction
     bound T B_h, loss range B = (T B_h + Y)², loss Lipschitz 2(T B_h + Y)."""
-    out: dict = {"n": [], "excess": [], "union": [], "calculator": [], "loss_range": []}
+    out: dict = {"N": [], "n": [], "excess": [], "union": [], "calculator": [], "corollary": [],
+                 "loss_range": []}
     t_stages, a = 2, 1.0
-    for k, n in enumerate(sizes):
+    for k, (num_clients, n) in enumerate(points):
         fed = make_linear_federation(num_clients=num_clients, dim=dim, n_train=int(n),
                                      n_test=2, alpha=0.5, seed=seed * 1000 + k)
         x, y = fed.x_train, fed.y_train
@@ -332,8 +337,12 @@ def _theorem7_linear(seed: int, num_clients: int, dim: int, sizes: tuple, delta:
                                               delta=delta)
         calc = ppfe.theorem7_terms([[dim, 1], [dim, 1]], sizes=[int(n)] * num_clients,
                                    delta=delta)["total"]
-        for key, val in (("n", n), ("excess", excess), ("union", 2 * union),
-                         ("calculator", 2 * loss_range * calc), ("loss_range", loss_range)):
+        cor = ppfe.corollary2_terms(width=math.sqrt(dim + 1), depth=1, num_stages=t_stages,
+                                    n=int(n), num_clients=num_clients, gamma_w=1.0,
+                                    delta=delta)["total"]
+        for key, val in (("N", num_clients), ("n", n), ("excess", excess),
+                         ("union", 2 * union), ("calculator", 2 * loss_range * calc),
+                         ("corollary", 2 * loss_range * cor), ("loss_range", loss_range)):
             out[key].append(float(val))
     return out
 
@@ -345,7 +354,8 @@ _T7 = dict(quick={"clients": 10, "dim": 3, "sizes": [20, 60, 200, 600], "delta":
 
 def _t7(ctx: Context) -> dict:
     p = ctx.params
-    return _theorem7_linear(ctx.seed, p["clients"], p["dim"], tuple(p["sizes"]), p["delta"])
+    return _linear_ppfe(ctx.seed, p["dim"], tuple((p["clients"], n) for n in p["sizes"]),
+                        p["delta"])
 
 
 @check("ppfe.bound_theorem7_union", paper=PAPER,
@@ -410,3 +420,21 @@ def lemma8_envelope(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     return envelope_outcome(meas, shape, factor=LEMMA8_ENVELOPE_FACTOR,
                             detail=f"N n̄ = {', '.join(f'{v:.3g}' for v in nn)}, δ = {delta}",
                             extra={"N_nbar": nn, "measured": meas, "shape": shape})
+
+
+@check("ppfe.bound_corollary2_clients", paper=PAPER,
+       reference="Corollary 2 (eqs. 29–30, §C.5.4), constants 1, logs dropped; grid over N",
+       kind="bound", reconstructed=True,
+       quick={"clients": [4, 13, 40, 128], "dim": 3, "n": 40, "delta": 0.05},
+       full={"clients": [4, 13, 40, 128, 400], "dim": 5, "n": 40, "delta": 0.05})
+def corollary2_clients(ctx: Context, *, scale_bound: float = 1.0,
+                       scale_measured: float = 1.0) -> Outcome:
+    """Exact excess risk of 2-stage linear PPFE against 2 B × ``corollary2_terms`` (equal
+    sizes n, width √(d+1), depth 1, T = 2, γ_w = 1), over a grid of the number of clients N
+    (≥ 1.5 decades).  Trivial bound: the loss range B."""
+    p = ctx.params
+    r = _linear_ppfe(ctx.seed, p["dim"], tuple((int(c), p["n"]) for c in p["clients"]),
+                     p["delta"])
+    return grid_bound_outcome("N", r["N"], np.asarray(r["excess"]) * scale_measured,
+                              np.asarray(r["corollary"]) * scale_bound, trivial=r["loss_range"],
+                              detail=f"n = {p['n']}, d = {p['dim']}, width read as √(d+1)")

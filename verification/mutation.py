@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from verification.mutation_catalogue import CATALOGUE, Mutant
+from verification.mutation_catalogue import CATALOGUE, EXPLAINED_SURVIVORS, Mutant
 from verification.registry import Check, Verdict, run_check
 from verification.runner import load_checks
 
@@ -134,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_mutants(mutants, quick=args.quick)
     survivors = [r.mutant.name for r in results if not r.killed]
     print(f"survivors: {', '.join(survivors) if survivors else 'none'}")
+    for name in survivors:
+        print(f"  {name}: {EXPLAINED_SURVIVORS.get(name, 'NOT EXPLAINED — add a check or test')}")
     print(f"mutation kill rate: {sum(r.killed for r in results)}/{len(results)}")
     return 0
 

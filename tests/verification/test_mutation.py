@@ -5,7 +5,7 @@ import pytest
 
 from algorithms import sam
 from verification import mutation
-from verification.mutation_catalogue import CATALOGUE, KINDS, Mutant
+from verification.mutation_catalogue import CATALOGUE, EXPLAINED_SURVIVORS, KINDS, Mutant
 from verification.runner import load_checks
 
 
@@ -18,6 +18,8 @@ def test_catalogue_has_at_least_40_mutants_of_every_kind_with_known_checks():
     for m in CATALOGUE:
         assert set(m.checks) <= set(checks), m.name
         mutation._resolve(m.target)  # every target exists
+    assert set(EXPLAINED_SURVIVORS) <= {m.name for m in CATALOGUE}
+    assert len(EXPLAINED_SURVIVORS) <= len(CATALOGUE) // 10  # target: >= 90% killed
 
 
 def test_applied_patches_importers_and_restores():

@@ -5,7 +5,11 @@ with three methods:
 
 * ``init(federation, model, seed) -> State`` — the initial state;
 * ``round(state, federation, model) -> State`` — communication round ``t = state.round``,
-  returning a *new* state with ``round = t + 1`` (no hidden mutation, so runs can be replayed, checkpointed and compared);
+  returning a *new* state with ``round = t + 1`` (no hidden mutation, so runs can be
+  replayed, checkpointed and compared).  No algorithm writes ``round`` itself: it defines
+  its client/server split — ``first_phase``, ``client_update``, ``server_aggregate`` — and
+  :class:`algorithms.contract.Algorithm` derives ``round`` from it (see
+  :mod:`algorithms.contract`; the Flower adapter runs the same functions);
 * ``evaluated(state) -> dict[str, Params]`` — the models to evaluate, each under its own
   name (``personalized``, ``global``, ``local``, …), each with leading dimension N.
 
@@ -150,11 +154,6 @@ def round_generator(seed: int, t: int, stream: int = 0) -> torch.Generator:
 
 
 # ---- helpers on parameter dicts ------------------------------------------------------
-
-def tmap(fn: Callable[..., torch.Tensor], *trees: Params) -> Params:
-    """Apply ``fn`` leaf-wise to dicts with the same keys."""
-    return {k: fn(*(t[k] for t in trees)) for k in trees[0]}
-
 
 def broadcast(params: Params, n: int) -> Params:
     """``[1, ...]`` → ``[n, ...]`` copies."""

@@ -108,11 +108,6 @@ def aggregate(params: Params, counts: torch.Tensor, rule: str) -> Params:
     return weighted_mean(params, w)
 
 
-def scatter_rows(full: Params, rows: torch.Tensor, new: Params) -> Params:
-    """``full`` with rows ``rows`` replaced by ``new`` (a new dict; ``full`` untouched)."""
-    return {k: v.index_copy(0, rows, new[k]) for k, v in full.items()}
-
-
 def param_count(params: Params) -> int:
     """Scalar parameters of ONE model (per row) in ``params``."""
     return int(sum(v[0].numel() for v in params.values()))

@@ -88,8 +88,7 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1,
             cache[key] = (settings, settings.build_algorithm(), settings.build_model(fed))
         return (settings, index, fed, *cache[key][1:])
 
-    def kept_state(msg: Message, context: Context, fed: Federation, settings: Settings,
-                   index: int) -> State:
+    def kept_state(msg: Message, context: Context, fed: Federation, settings: Settings) -> State:
         """The one-client state: server models and rows as sent, plus the kept rows."""
         models, tensors = split_kept(unpack(context.state[KEPT], device=fed.device))
         models.update(unpack(msg.content[MODELS], device=fed.device))
@@ -149,7 +148,7 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1,
     def evaluate_(msg: Message, context: Context) -> Message:
         limit_threads()
         settings, index, fed, alg, model = setup_of(context)
-        state = kept_state(msg, context, fed, settings, index)
+        state = kept_state(msg, context, fed, settings)
         n = int(fed.test.counts[0])
         metrics: dict = {"num-examples": n}
         for name, params in alg.evaluated(state).items():

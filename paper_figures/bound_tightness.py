@@ -6,10 +6,13 @@ shape with the implied constant C), the measured quantity and the bound at every
 (step sizes, sample sizes, input scales, radii…), and the trivial bound where the check
 states one.  The vertical distance between the two curves is the tightness.
 
-Source: the ``results.json`` named by ``PFLT_RESULTS_JSON`` (a file or a directory holding
-one), else the most recent ``results.json`` with bound/envelope checks under ``out_dir`` or
-``./verify_out``, else a fresh quick run of the bound/envelope checks (seed ``seed``) in
-``out_dir/bound_tightness_run``.  Grid data come from each result's ``extra``: ``grid``
+It draws the verify results it is given and never runs checks itself: the ``results.json``
+named by ``PFLT_RESULTS_JSON`` (a file or a directory holding one; ``pflt figures
+--verify-results PATH`` sets it), else the most recent ``results.json`` with bound/envelope
+checks under ``out_dir`` or ``./verify_out``; without one the figure says how to produce it
+and the CSV has no rows (``pflt verify --quick --kind bound --kind envelope --out
+verify_out``, then ``pflt figures --only bound_tightness --verify-results verify_out``).
+Grid data come from each result's ``extra``: ``grid``
 (``{"name", "values", "measured", "bound", "trivial"}``, verification/bound_grid.py) or, for
 envelopes, ``measured``/``shape`` lists with the constant ``C`` (bound = C·shape) and the
 grid variable as the other list of equal length.
@@ -110,16 +113,9 @@ def load_series(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _fresh_run(out_dir: Path, seed: int) -> Path:
-    from verification import runner
-
-    checks, import_errors = runner.load_checks()
-    run_dir = Path(out_dir) / "bound_tightness_run"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    runner.clear_previous(run_dir)
-    suite = runner.run_suite(runner.select(checks, kinds=list(KINDS)), size="quick",
-                             seeds=[seed], out_dir=run_dir, progress=False)
-    return runner.write_outputs(suite, run_dir)[0]
+NO_RESULTS = ("no `pflt verify` results with bound/envelope checks given.\n"
+              "Run `pflt verify --quick --kind bound --kind envelope --out verify_out`,\n"
+              "then `pflt figures --only bound_tightness --verify-results verify_out`.")
 
 
 def _positive(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
@@ -128,15 +124,15 @@ def _positive(xs: list[float], ys: list[float]) -> tuple[list[float], list[float
 
 
 def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
-    """Draw one panel per bound/envelope check; returns ``[png, csv]``.  ``quick`` does not
-    change the drawing (a fresh run is always at quick size)."""
+    """Draw one panel per bound/envelope check; returns ``[png, csv]``.  ``quick`` and
+    ``seed`` do not change the drawing (the figure only reads verify results)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    source = find_results(out_dir) or _fresh_run(out_dir, seed)
-    panels = load_series(source)
+    source = find_results(out_dir)
+    panels = load_series(source) if source is not None else []
     csv_path = write_csv(out_dir / "bound_tightness.csv",
                          ["check", "verdict", "variable", "x", "measured", "bound", "trivial"],
                          [(p["id"], p["verdict"], p["name"], x, m, b, t) for p in panels
@@ -163,8 +159,11 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
     if not panels:
-        axes[0, 0].text(0.5, 0.5, "no bound/envelope results with grid data",
-                        ha="center", va="center", transform=axes[0, 0].transAxes)
+        axes[0, 0].text(0.02, 0.5, NO_RESULTS if source is None else
+                        f"{source}: no bound/envelope results with grid data",
+                        ha="left", va="center", fontsize=8, transform=axes[0, 0].transAxes)
+    else:
+        fig.suptitle(f"bound (blue) vs measurement (orange) — {source}", fontsize=9)
     fig.tight_layout()
     png_path = out_dir / "bound_tightness.png"
     fig.savefig(png_path, dpi=110)

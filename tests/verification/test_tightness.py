@@ -114,3 +114,12 @@ def test_figure_module_is_registered_with_the_driver():
     from paper_figures import driver
 
     assert "bound_tightness" in driver.discover()
+
+
+def test_figure_without_results_says_so_and_runs_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv(bound_tightness.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./verify_out here
+    png, csv_path = bound_tightness.make(tmp_path / "fig")
+    assert png.is_file()
+    assert csv_path.read_text(encoding="utf-8").strip().splitlines() == [
+        "check,verdict,variable,x,measured,bound,trivial"]

@@ -10,7 +10,13 @@ paper's (unrecovered) values.  Writes four PNG + CSV pairs:
   bias–variance bound e^{−2γ²T} + κ₀√(T/n) with T* marked (right).  There is no weak-learning
   edge in regression: γ is fitted from the training-MSE decay across stages
   (MSE_T / MSE_1 ≈ e^{−2γ²(T−1)}) — an illustration, not a derivation;
-* ``ppfe_bound_terms``: Corollary 2 terms vs N (constants 1, logs dropped).
+* ``ppfe_gap_vs_n``: both sides of the generalization theorem: the measured gap
+  |L − L̂| of the PPFE ensemble (population MSE − training MSE, mean ± sd over repetitions)
+  against Theorem 7's bound for this linear setting (:func:`theorem7_linear`, constants 1,
+  logs dropped — a shape: only its N-dependence, a shared term ∝ N^{−1/2} over a floor
+  independent of N, is predicted);
+* ``ppfe_bound_terms``: Corollary 2 terms vs N (constants 1, logs dropped) for the paper's
+  network setting (no measurement at that size; the linear counterpart is ``ppfe_gap_vs_n``).
 """
 
 from __future__ import annotations
@@ -30,17 +36,40 @@ from pfl_theory.ppfe_bounds import corollary2_terms, kappa0_from_ingredients, se
 from synthetic.linear import make_linear_federation  # noqa: E402
 
 METHODS = ("PPFE", "Local", "FedAvg")
+DELTA = 0.05  # confidence δ of the plotted bound
+
+
+def theorem7_linear(dim: int, num_stages: int, n: float, num_clients: int,
+                    delta: float = DELTA) -> dict[str, float]:
+    """Theorem 7 of PPFE (eq. 24, docs/formulas.md §C.5.3, RECONSTRUCTED; constants 1, logs
+    dropped) for the linear PPFE of §6.1: depth L = 1, stage 0 shares the d weights, each of
+    the T − 1 later stages personalizes d weights per client:
+    shared = √(d/(N n̄)), personalized = √((T−1) d / n̄), boosting = √(T/n̄),
+    confidence = √(log(1/δ)/(N n̄)), total = their sum."""
+    nn_ = float(n) * num_clients
+    terms = {"shared": math.sqrt(dim / nn_),
+             "personalized": math.sqrt((num_stages - 1) * dim / n),
+             "boosting": math.sqrt(num_stages / n),
+             "confidence": math.sqrt(math.log(1 / delta) / nn_)}
+    terms["total"] = sum(terms.values())
+    return terms
 
 
 
 
 def _run(num_clients: int, alpha, reps: int, seed: int, n_test: int, dim: int, n: int) -> dict:
-    runs = [compare_methods(make_linear_federation(num_clients=num_clients, alpha=alpha,
-                                                   n_test=n_test, dim=dim, n_train=n,
-                                                   seed=seed + 1000 * r), seed=seed + r)
-            for r in range(reps)]
+    feds = [make_linear_federation(num_clients=num_clients, alpha=alpha, n_test=n_test,
+                                   dim=dim, n_train=n, seed=seed + 1000 * r) for r in range(reps)]
+    runs = [compare_methods(fed, seed=seed + r) for r, fed in enumerate(feds)]
     out = {m: np.array([r[m]["test_mse"] for r in runs]) for m in METHODS}
     out["stages"] = np.array([r["PPFE"]["stage_test_mse"] for r in runs])
+    # generalization gap of the final ensemble: population risk − empirical (training) risk
+    gaps = []
+    for fed, r in zip(feds, runs):
+        w = r["PPFE"]["fit"].weights
+        train = np.mean((fed.y_train - np.einsum("ijk,ik->ij", fed.x_train, w)) ** 2)
+        gaps.append(abs(r["PPFE"]["population_mse"] - train))
+    out["gap"] = np.array(gaps)
     return out
 
 
@@ -62,6 +91,34 @@ def _errorbar_plot(path, xs, res, xlabel, xticks=None):
     return path
 
 
+def _gap_figure(out: pathlib.Path, ns, res_n, *, dim: int, n: int) -> list[pathlib.Path]:
+    """Measured |L − L̂| of PPFE vs N next to the Theorem 7 bound (linear reading)."""
+    stages = res_n[0]["stages"].shape[1]
+    bounds = [theorem7_linear(dim, stages, n, k) for k in ns]
+    rows = [[k, r["gap"].mean(), r["gap"].std(), b["shared"], b["total"]]
+            for k, r, b in zip(ns, res_n, bounds)]
+    csv_path = write_csv(out / "ppfe_gap_vs_n.csv",
+                         ["N", "measured_gap_mean", "measured_gap_std", "bound_shared_term",
+                          "bound_total"], rows)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.errorbar(ns, [r[1] for r in rows], yerr=[r[2] for r in rows], marker="o", capsize=3,
+                label="measured |L − L̂| (PPFE ensemble)")
+    ax.plot(ns, [b["total"] for b in bounds], "k-", label="Theorem 7 shape (constants 1, loss scale B omitted)")
+    ax.plot(ns, [b["shared"] for b in bounds], "k--", label="its shared term ∝ N^{-1/2}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of clients N (α = 0.5)")
+    ax.set_ylabel("generalization gap (MSE units)")
+    ax.set_title(f"T = {stages} stages, d = {dim}, n = {n}, δ = {DELTA}: theory vs measurement",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = out / "ppfe_gap_vs_n.png"
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return [csv_path, png]
+
+
 def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     """Draw the figures into ``out_dir`` (created); returns the written PNG and CSV paths.
     ``quick``: fewer client counts, one repetition, smaller test sets (< 20 s)."""
@@ -80,6 +137,8 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
                             [[k, m, r[m].mean(), r[m].std()] for k, r in zip(ns, res_n)
                              for m in METHODS]))
     paths.append(_errorbar_plot(out / "ppfe_mse_vs_n.png", ns, res_n, "number of clients N (α = 0.5)"))
+
+    paths += _gap_figure(out, ns, res_n, dim=dim, n=n)
 
     settings = alphas + ["uniform"]
     res_a = [_run(n_alpha, a, reps, seed, n_test, dim, n) for a in settings]

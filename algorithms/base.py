@@ -62,6 +62,7 @@ def registry() -> dict[str, type]:
 
 
 def get_algorithm(name: str) -> type:
+    """The registered algorithm class ``name``; a ``ValueError`` lists the registered ones."""
     reg = registry()
     if name not in reg:
         raise ValueError(f"unknown algorithm {name!r}; registered: {', '.join(reg)}")
@@ -161,6 +162,7 @@ def broadcast(params: Params, n: int) -> Params:
 
 
 def select(params: Params, index: torch.Tensor) -> Params:
+    """The rows ``index`` of every parameter (e.g. the sampled clients)."""
     return {k: v[index] for k, v in params.items()}
 
 
@@ -182,6 +184,7 @@ def flatten(params: Params) -> torch.Tensor:
 
 
 def unflatten(flat: torch.Tensor, like: Params) -> Params:
+    """Inverse of :func:`flatten`: ``[N, d]`` back to the shapes of ``like``."""
     out, start = {}, 0
     for k, v in like.items():
         size = v[0].numel()
@@ -190,7 +193,7 @@ def unflatten(flat: torch.Tensor, like: Params) -> Params:
     return out
 
 
-def check_clients_per_round(s: int, fed) -> None:
+def check_clients_per_round(s: int, fed: Any) -> None:
     """``S ≤ N`` or a clear ``ValueError`` (called from ``init``, where N is known)."""
     if s > fed.num_clients:
         raise ValueError(f"clients_per_round S={s} > number of clients N={fed.num_clients}")

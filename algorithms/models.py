@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -247,7 +248,7 @@ class QuadraticMean(Model):
         return 0.5 * ((params["theta"][:, None, :] - x.flatten(2)) ** 2).sum(-1).mean(1)
 
 
-def build_model(name: str, federation, *, hidden: int | tuple[int, ...] | None = None,
+def build_model(name: str, federation: Any, *, hidden: int | tuple[int, ...] | None = None,
                 l2: float = 0.0) -> Model:
     """The model ``mlr|dnn|mlp|cnn`` sized for ``federation``'s features and classes
     (``hidden``: an int for dnn/cnn, a tuple of widths for mlp)."""

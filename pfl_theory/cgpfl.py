@@ -191,7 +191,8 @@ class Theorem41Bound:
     personalized: float | None  # (b): generalized + δ_G²/λ² + δ² (if δ_G and λ given)
 
 
-def alpha_hat0(*, alpha, rho_omega, rho_g, lipschitz_g, k, delta_gap) -> tuple[float, ...]:
+def alpha_hat0(*, alpha: float, rho_omega: float, rho_g: float, lipschitz_g: float, k: int,
+               delta_gap: float) -> tuple[float, ...]:
     """Entries of α̂₀ (Theorem 4.1, §A.7): (8α²ρ_Ω²/(KΔ_G), √(4/3) αρ_Ω/ρ_g, α/√(416 L_G²)).
     Δ_G as printed (final iterate); Δ_G ≤ 0 ⇒ first entry +∞ (does not bind)."""
     a = in_range("alpha", alpha, 0.0, 1.0, closed=True)

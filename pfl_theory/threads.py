@@ -34,7 +34,7 @@ def set_torch_threads(n: int | None = None) -> int:
     return n
 
 
-def single_blas_thread():
+def single_blas_thread() -> contextlib.AbstractContextManager:
     """Context manager limiting numpy's BLAS to one thread (no-op without threadpoolctl)."""
     try:
         from threadpoolctl import threadpool_limits

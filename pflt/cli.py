@@ -55,6 +55,7 @@ def _anticipated(exc: BaseException) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``pflt`` parser with one sub-command per module of :mod:`pflt.commands`."""
     parser = OneLineParser(
         prog="pflt",
         description="pfl-theory: personalized federated learning algorithms, theory and "
@@ -72,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``pflt`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code (0 ok,
+    1 a failure the command reports, 2 a usage error)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)

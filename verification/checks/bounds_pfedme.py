@@ -63,6 +63,15 @@ def envelope_with_mutation(measured, shape, params: dict, **kw) -> Outcome:
     return envelope_outcome(m, g, factor=ENVELOPE_FACTOR, **kw)
 
 
+def _ends(measured: np.ndarray, shape: np.ndarray) -> str:
+    """Where the measured/shape ratio starts and ends on a T grid, and the measured floor
+    against the theorem's neighbourhood-dominated tail."""
+    r = np.asarray(measured, dtype=float) / np.asarray(shape, dtype=float)
+    return (f"measured/shape {r[0]:.3g} at the first T, {r[-1]:.3g} at the last (the measured "
+            f"gap falls faster than the bound's e^(-eta_hat_1 mu_F T/2) and settles "
+            f"{1 / r[-1]:.3g}x below its floor)")
+
+
 def _grid(t0: int, points: int) -> np.ndarray:
     """t0·2^j, j = 0..points−1 (points = 6 spans 32×, i.e. 1.505 decades)."""
     return (int(t0) * 2 ** np.arange(points)).astype(int)
@@ -181,6 +190,7 @@ def thm1_quadratic(ctx: Context) -> Outcome:
         detail=(f"T = {grid.tolist()}; mu = L = {curv.mu:g} (exact), lam = {lam}, "
                 f"beta = {beta:.4g}, eta = eta_hat_1/(beta R) = {eta:.3g}, delta^2 = "
                 f"{delta_sq:.3g}, sigma_F1^2 = {sigma_sq:.3g}, Delta0 = {delta0:.3g}; "
+                f"{_ends(meas['eta_beta_R'], shape)}; "
                 f"printed-eta weights: spread {other.max() / other.min():.3g}; shape with "
                 f"C = 1 above the trivial F(w0) - F* = {trivial:.3g} at "
                 f"{int((shape >= trivial).sum())}/{len(grid)} grid points"),
@@ -340,7 +350,8 @@ def thm1_mlr(ctx: Context) -> Outcome:
         detail=(f"T = {grid.tolist()}; mu = l2 = {curv.mu:g}, L <= {curv.L:.3g}, lam = {lam}, "
                 f"beta = {beta:.4g}, eta = {eta:.3g}, gamma_f^2 = {gamma_sq:.3g}, nu = "
                 f"{nu:.2g}, delta^2 = {delta_sq:.3g}, sigma_F1^2 = {sigma_sq:.3g}, Delta0 = "
-                f"{delta0:.3g}; printed-eta weights: spread {other.max() / other.min():.3g}; "
+                f"{delta0:.3g}; {_ends(measured, shape)}; printed-eta weights: spread "
+                f"{other.max() / other.min():.3g}; "
                 f"shape (C = 1) above the trivial F(w0) - F* = {trivial:.3g} at "
                 f"{int((shape >= trivial).sum())}/{len(grid)} grid points"),
         extra={"T": grid.tolist(), "measured": measured.tolist(),

@@ -16,7 +16,10 @@ read by the server (and by the clients for the data split):
   ``lam = 15.0`` etc. (Flower flattens it to ``hp.lam``); unset ones take the algorithm's
   defaults;
 * ``out-dir`` (str, optional): the server writes ``state.pt`` (the full engine state,
-  loadable with ``torch.load(weights_only=True)``) and ``history.json`` there;
+  loadable with ``torch.load(weights_only=True)``) and ``history.json`` (with the clients
+  left out of any exchange under ``failures``) there;
+* ``checkpoint-every`` (int, optional, needs ``out-dir``): write ``out-dir/checkpoint.pt``
+  every k rounds (:mod:`algorithms.checkpoint`); ``resume`` (bool): continue from it;
 * data: ``dtype`` (``float32``/``float64``, default ``float32``), ``num-classes`` (int,
   required so that every client agrees), ``train-fraction`` (default 0.75).
 
@@ -44,7 +47,8 @@ from algorithms.flower.strategy import DTYPES, run_server
 from synthetic.federation import Federation
 
 _RESERVED = {"algorithm", "num-clients", "rounds", "seed", "model", "hidden", "l2",
-             "eval-every", "out-dir", "dtype", "num-classes", "train-fraction"}
+             "eval-every", "out-dir", "dtype", "num-classes", "train-fraction",
+             "checkpoint-every", "resume"}
 
 
 def settings_from_run_config(rc: dict) -> Settings:
@@ -100,8 +104,17 @@ def main(grid: Grid, context: Context) -> None:
     rc = dict(context.run_config)
     settings = settings_from_run_config(rc)
     out = Path(str(rc["out-dir"])) if "out-dir" in rc else None
+    every = int(rc.get("checkpoint-every", 0)) or None
+    if (every or rc.get("resume")) and out is None:
+        raise ValueError("checkpoint-every / resume need an out-dir in the run config")
+    state = None
+    if rc.get("resume"):
+        from algorithms.checkpoint import load_checkpoint
+        state = load_checkpoint(out / "checkpoint.pt", settings.build_algorithm())
     for result in run_server(grid, [settings], rounds=int(rc["rounds"]),
-                             eval_every=int(rc.get("eval-every", 1))):
+                             eval_every=int(rc.get("eval-every", 1)), state=state,
+                             checkpoint=out / "checkpoint.pt" if every else None,
+                             checkpoint_every=every):
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             tmp = out / "state.pt.tmp"                 # atomic: temp file + rename
@@ -111,7 +124,7 @@ def main(grid: Grid, context: Context) -> None:
             (out / "history.json").write_text(json.dumps(
                 {"settings": {"algorithm": settings.algorithm,
                               "hyperparameters": settings.hyperparameters},
-                 "entries": result.history}, indent=1))
+                 "entries": result.history, "failures": result.failures}, indent=1))
 
 
 client_app = make_client_app(load_client_data)

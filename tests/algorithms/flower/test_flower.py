@@ -254,3 +254,34 @@ def test_ray_simulation_equals_engine(fed):
     for (alg, model, _), result in zip(cases, results):
         engine = run(alg, fed, model, rounds=2, seed=SEED, progress=False)
         assert_states_close(result.state, engine.state)
+
+
+def test_deployment_server_app_checkpoints_and_resumes(fed, tmp_path):
+    """The module-level ServerApp of ``flwr run`` deployments (run config as Flower passes
+    it): IFCA (server-side cluster models, an init exchange) to round 2 with checkpoints,
+    then resumed to round 3 — the written state equals the engine's."""
+    from flwr.app import Context, RecordDict
+    from algorithms.flower.app import server_app
+
+    slices = [client_federation(fed, i) for i in range(N)]
+    client = make_client_app(lambda ctx: (int(ctx.node_config["partition-id"]),
+                                          slices[int(ctx.node_config["partition-id"])]))
+    rc = {"algorithm": "ifca", "num-clients": N, "rounds": 2, "seed": SEED, "model": "dnn",
+          "hidden": 4, "out-dir": str(tmp_path), "checkpoint-every": 1,
+          "hp.clients_per_round": 2, "hp.local_rounds": 2, "hp.batch_size": 4,
+          "hp.num_contexts": 2}
+    with _task_identity():
+        server_app(InProcessGrid(client, N), Context(run_id=0, node_id=0, node_config={},
+                                                     state=RecordDict(), run_config=rc))
+        assert (tmp_path / "checkpoint.pt").exists()
+        server_app(InProcessGrid(client, N), Context(
+            run_id=0, node_id=0, node_config={}, state=RecordDict(),
+            run_config={**rc, "rounds": 3, "resume": True}))
+    saved = torch.load(tmp_path / "state.pt", weights_only=True)
+    alg = get_algorithm("ifca")(clients_per_round=2, local_rounds=2, batch_size=4, num_contexts=2)
+    want = run(alg, fed, build_model("dnn", fed, hidden=4), rounds=3, seed=SEED,
+               progress=False).state
+    assert saved["round"] == 3
+    for k, v in want.models["clusters"].items():
+        torch.testing.assert_close(saved["models"]["clusters"][k], v, rtol=0, atol=ATOL)
+    assert torch.equal(saved["tensors"]["assignment"], want.tensors["assignment"])

@@ -103,7 +103,8 @@ def _gap_figure(out: pathlib.Path, ns, res_n, *, dim: int, n: int) -> list[pathl
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     ax.errorbar(ns, [r[1] for r in rows], yerr=[r[2] for r in rows], marker="o", capsize=3,
                 label="measured |L − L̂| (PPFE ensemble)")
-    ax.plot(ns, [b["total"] for b in bounds], "k-", label="Theorem 7 shape (constants 1, loss scale B omitted)")
+    ax.plot(ns, [b["total"] for b in bounds], "k-",
+            label="Theorem 7 shape (constants 1, loss scale B omitted)")
     ax.plot(ns, [b["shared"] for b in bounds], "k--", label="its shared term ∝ N^{-1/2}")
     ax.set_xscale("log")
     ax.set_yscale("log")

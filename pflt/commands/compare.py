@@ -69,14 +69,21 @@ def plot(runs_by_group: list[Group], metrics: list[str], path: Path) -> Path:
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, metric in zip(axes.flat, metrics):
         for gi, g in enumerate(runs_by_group):
-            for ri, r in enumerate(g.runs):
-                pts = [(e["round"], e[metric]) for e in r.entries
-                       if isinstance(e.get(metric), (int, float))]
-                if not pts:
-                    continue
-                xs, ys = zip(*pts)
-                ax.plot(xs, ys, color=colours[gi % len(colours)], alpha=0.8, lw=1.3,
-                        label=g.label if ri == 0 else None)
+            colour = colours[gi % len(colours)]
+            series = []
+            for r in g.runs:
+                pts = dict((e["round"], e[metric]) for e in r.entries
+                           if isinstance(e.get(metric), (int, float)))
+                if pts:
+                    series.append(pts)
+                    ax.plot(list(pts), list(pts.values()), color=colour,
+                            alpha=0.35 if len(g.runs) > 1 else 0.9, lw=0.9,
+                            label=None if len(g.runs) > 1 else g.label)
+            if len(series) > 1:  # the mean over seeds, on the rounds every seed evaluated
+                rounds = sorted(set.intersection(*(set(p) for p in series)))
+                mean = [sum(p[t] for p in series) / len(series) for t in rounds]
+                ax.plot(rounds, mean, color=colour, lw=2.0,
+                        label=f"{g.label} (mean of {len(series)})")
         ax.set_title(metric)
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)

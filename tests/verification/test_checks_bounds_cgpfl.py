@@ -42,3 +42,20 @@ def test_thm41b_envelope_holds_and_can_fail():
     ctx = Context(size="quick", seed=0, params={**chk.quick, "mutate": ("inflate_last", 1e3)},
                   tolerance=chk.tolerance)
     assert not chk.fn(ctx).holds  # one point 1000x off breaks the factor-10 envelope
+
+
+def test_cgpfl_solution_is_the_bilevel_fixed_point():
+    """θ*_i solves the upper level (∇L_D̃i(θ) + λ(θ − ω_k(i)) = 0) and Ω* are the cluster
+    means of Θ* (lower level for the partition found)."""
+    import numpy as np
+
+    from synthetic.contexts import regression_contexts
+    from verification.checks.bounds_cgpfl import cgpfl_solution
+
+    data = regression_contexts(9, 3, dim=3, tau=0.2, noise=0.3, size_range=(20, 20), seed=1)
+    theta, omega, labels = cgpfl_solution(data.xs, data.ys, k=3, lam=4.0, seed=1)
+    for x, y, th, lab in zip(data.xs, data.ys, theta, labels):
+        grad = x.T @ (x @ th - y) / len(x) + 4.0 * (th - omega[lab])
+        assert np.abs(grad).max() < 1e-10  # float64 solve of a 3x3 system
+    for j in range(3):
+        np.testing.assert_allclose(omega[j], theta[labels == j].mean(0), atol=1e-12)

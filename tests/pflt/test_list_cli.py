@@ -98,3 +98,22 @@ def test_formulas_command_lists_a_section_and_writes_the_reference(tmp_path, cap
     assert capsys.readouterr().out.startswith("wrote")  # --write's line, then the markdown
     assert main(["formulas", "--section", "Z.9"]) == 2
     assert "not a section" in capsys.readouterr().err
+
+
+def test_every_algorithm_class_has_its_own_docstring_and_symbols():
+    from algorithms.base import registry
+
+    for name, cls in registry().items():
+        assert catalog.class_doc(cls).strip(), f"{name} ({cls.__qualname__}) has no docstring"
+        info = catalog.algorithm_info(name)
+        assert info.paper, f"{name}: no paper found"
+        missing = [h.name for h in info.hyperparameters if not h.symbol]
+        assert not missing, f"{name}: hyper-parameters without a paper symbol: {missing}"
+    # the dataclass-generated signature is not taken for a docstring
+    from dataclasses import dataclass
+
+    @dataclass
+    class Bare:
+        x: int = 1
+
+    assert catalog.class_doc(Bare) == ""

@@ -9,8 +9,9 @@ Examples::
 The default size is **full** (each check's ``full`` parameters); ``--quick`` uses each
 check's ``quick`` parameters (well under 10 s per check). Outputs go to ``--out``
 (default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the previous run's
-outputs there are replaced. Exit code 0 when every check ran (HOLDS or FAILS — a FAILS is a
-finding about the paper or our reading of it, not a crash), 1 if any check ended in ERROR,
+outputs there are replaced; report.md groups the checks by verdict. Exit code 0 when every
+check ran (HOLDS, FAILS, ERRATUM or INCONCLUSIVE — a FAILS is a finding about the paper or our
+reading of it, not a crash), 1 if any check ended in ERROR,
 2 for a usage error. With ``--list``, exit 1 if a check module fails to import.
 """
 

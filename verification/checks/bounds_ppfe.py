@@ -159,7 +159,7 @@ def lemma4_perturbation(ctx: Context, *, scale_bound: float = 1.0,
 
 _COVER = dict(quick={"widths": [2, 3, 1], "functions": 1200, "points": 30,
                      "eps": [0.05, 0.15, 0.5, 1.5]},
-              full={"widths": [2, 4, 1], "functions": 6000, "points": 60,
+              full={"widths": [2, 4, 1], "functions": 3000, "points": 40,
                     "eps": [0.02, 0.06, 0.2, 0.6, 2.0]})
 
 
@@ -241,7 +241,7 @@ def lemma6_perturbation(ctx: Context, *, scale_bound: float = 1.0,
        reference="Lemma 6 (eq. 22, §C.5.8): log N(F_T, ε) ≤ inf Σ_t log N(H_t, ε_t) + T log(⌈A/ε_α⌉+1)",
        kind="bound", reconstructed=True,
        quick={**_ENSEMBLE, "functions": 1200, "points": 30, "eps": [0.05, 0.15, 0.5, 1.5]},
-       full={**_ENSEMBLE, "functions": 6000, "points": 60, "eps": [0.02, 0.06, 0.2, 0.6, 2.0]})
+       full={**_ENSEMBLE, "functions": 3000, "points": 40, "eps": [0.02, 0.06, 0.2, 0.6, 2.0]})
 def lemma6_covering(ctx: Context, *, scale_bound: float = 1.0,
                     scale_measured: float = 1.0) -> Outcome:
     """Empirical log covering number of sampled 2-stage ensembles (lower estimate) against

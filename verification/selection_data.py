@@ -31,7 +31,7 @@ from pfl_theory.validation import positive_int
 from synthetic.federation import Federation, Split
 
 __all__ = ["SelectionCase", "context_counts", "planted_assignment", "make_case_federation",
-           "split_folds"]
+           "split_folds", "planted_vectors"]
 
 NUM_CLASSES, DIM, CLASS_SEP, SIZE_RANGE = 10, 20, 0.5, (40, 80)
 CLASSES_PER_CONTEXT = {"easy": 2, "hard": 4}
@@ -142,3 +142,21 @@ def split_folds(fed: Federation, *, folds: int = 4, fold: int = 0, seed: int = 0
         return Split(tr.x[flat], tr.y[flat], (torch.cumsum(counts, 0) - counts).to(dev), counts.to(dev))
 
     return Federation(part(tr_idx), part(va_idx), fed.num_classes, f"{fed.name}-fold{fold}")
+
+
+def planted_vectors(n: int, k0: int, dim: int, *, sizes: str, separation: float, noise: float,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Client model vectors θ_i = c_{k(i)} + noise·N(0, I_dim) around K₀ centres whose minimum
+    pairwise distance is exactly ``separation`` (as
+    :func:`synthetic.contexts.planted_model_vectors`), with :func:`context_counts` context
+    sizes and client sample counts m_i ~ U{40, …, 80}.  Returns (vectors, assignment, m)."""
+    rng = np.random.default_rng(seed)
+    assign = planted_assignment(n, k0, sizes, rng)
+    centres = rng.normal(size=(k0, positive_int("dim", dim)))
+    if k0 > 1:
+        gaps = np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1))
+        centres *= separation / gaps[np.triu_indices(k0, 1)].min()
+    else:
+        centres[:] = 0.0
+    vectors = centres[assign] + noise * rng.normal(size=(n, dim))
+    return vectors, assign, rng.integers(SIZE_RANGE[0], SIZE_RANGE[1] + 1, size=n).astype(np.float64)

@@ -45,10 +45,11 @@ from algorithms.evaluation import evaluate
 from algorithms.models import build_model
 from pfl_theory.cgpfl import select_k
 from pfl_theory.cgpfl_selection import bic_curve
+from pfl_theory.threads import set_torch_threads, single_blas_thread
 from verification.experiments_cgpfl import CGPFL_HP
 from verification.selection_data import SelectionCase, make_case_federation
 
-__all__ = ["SELECTORS", "BenchConfig", "QUICK", "FULL", "quick_cases", "full_cases",
+__all__ = ["SELECTORS", "BenchConfig", "QUICK", "FULL", "quick_cases", "medium_cases", "full_cases",
            "run_case", "run_benchmark", "summarise"]
 
 TRAIN_RESTARTS = 3  # server k-means restarts inside CGPFL training (budget; the clusters are stable)
@@ -78,6 +79,16 @@ def quick_cases() -> list[SelectionCase]:
             SelectionCase("label", 20, 3, "unequal", "hard"),
             SelectionCase("feature", 20, 2, "equal", "easy"),
             SelectionCase("feature", 20, 4, "unequal", "hard")]
+
+
+def medium_cases() -> list[SelectionCase]:
+    """Eight cases, both kinds, N ∈ {20, 50}, K₀ ∈ {2, 4, 6, 8}, hard and unequal included
+    (the ``--full`` size of the verification check ``cgpfl.heur_khat_planted``)."""
+    spec = [("label", 20, 4, "equal", "easy"), ("label", 20, 6, "unequal", "hard"),
+            ("label", 50, 8, "equal", "hard"), ("label", 50, 2, "unequal", "easy"),
+            ("feature", 20, 4, "equal", "easy"), ("feature", 20, 6, "unequal", "hard"),
+            ("feature", 50, 8, "equal", "hard"), ("feature", 50, 2, "unequal", "easy")]
+    return [SelectionCase(k, n, k0, sz, d, seed=100 * k0 + n) for k, n, k0, sz, d in spec]
 
 
 def full_cases() -> list[SelectionCase]:
@@ -185,13 +196,22 @@ def run_case(case: SelectionCase, cfg: BenchConfig = FULL) -> dict:
 
 
 def run_benchmark(cases, cfg: BenchConfig = FULL, *, progress: bool = False) -> list[dict]:
+    """:func:`run_case` for every case, with torch and BLAS at :func:`default_threads`
+    (``PFLT_THREADS``, default 1: these small kernels are 10–50× slower with several threads
+    on shared cores); the caller's torch thread count is restored afterwards."""
     out = []
-    for i, case in enumerate(cases):
-        t0 = time.time()
-        out.append(run_case(case, cfg))
-        if progress:
-            print(f"[{i + 1}/{len(cases)}] {case.name}: best K {out[-1]['best_k']}, "
-                  f"{time.time() - t0:.1f} s", flush=True)
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads()
+        with single_blas_thread():
+            for i, case in enumerate(cases):
+                t0 = time.time()
+                out.append(run_case(case, cfg))
+                if progress:
+                    print(f"[{i + 1}/{len(cases)}] {case.name}: best K {out[-1]['best_k']}, "
+                          f"{time.time() - t0:.1f} s", flush=True)
+    finally:
+        torch.set_num_threads(before)
     return out
 
 
@@ -216,7 +236,6 @@ def main(argv=None) -> int:
     p.add_argument("--full", action="store_true", help="the full grid (60 cases) instead of the quick 4")
     p.add_argument("--json", type=str, default=None, help="write all results to this JSON file")
     a = p.parse_args(argv)
-    torch.set_num_threads(1)
     cases, cfg = (full_cases(), FULL) if a.full else (quick_cases(), QUICK)
     t0 = time.time()
     res = run_benchmark(cases, cfg, progress=True)

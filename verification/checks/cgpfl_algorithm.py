@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -89,18 +91,37 @@ def global_update_identity(ctx: Context) -> Outcome:
 
 
 @check("cgpfl.heur_khat_planted", paper=PAPER, reference="IJCAI eq. (11), CGPFL-Heur (§A.9, §E.A 12)",
-       kind="selection", tolerance=0.8,
-       tolerance_reason="required fraction of trials with K̂ = K₀ (k-means on noisy round-0 uploads)",
-       quick={"seeds": 10, "k0s": [3], "clients": 16},
-       full={"seeds": 10, "k0s": [2, 3, 4, 5, 6], "clients": 24})
+       kind="selection", tolerance=0.9,
+       tolerance_reason="issue 16's targets: K̂ within ±1 of the empirically best K and <= 1 accuracy "
+       "point lost, each in >= 90% of (case, seed) records",
+       quick={"cases": "quick"}, full={"cases": "medium"})
 def heur_khat_planted(ctx: Context) -> Outcome:
-    """CGPFL-Heur (μ = 200, selection on the round-0 uploads) against the planted K₀."""
-    p = ctx.params
-    rows = ex.khat_trials(range(ctx.seed, ctx.seed + p["seeds"]), p["k0s"], num_clients=p["clients"])
-    hits = float(np.mean([r["k_hat"] == r["k0"] for r in rows]))
-    pairs = [(r["k0"], r["k_hat"]) for r in rows]
-    return Outcome(hits, 1.0, hits >= ctx.tolerance,
-                   f"K̂ = K₀ in {hits:.0%} of {len(rows)} trials; (K₀, K̂) = {pairs}")
+    """CGPFL-Heur's e(K) (default scale-free μ = 1/cost(1), on the personalized models after 3
+    rounds) against the K that maximises CGPFL's personalized test accuracy, on the selection
+    benchmark (:mod:`verification.selection_k`: label-skew and feature-shift contexts, equal and
+    very unequal sizes, easy and hard).  Measured: the fraction of records within ±1 of the best
+    K and the fraction losing <= 1 point.  HOLDS when both reach the tolerance; FAILS when e(K)
+    loses > 1 point more often than the reference (the K grid trained with another seed, which
+    says how well-defined the best K is); INCONCLUSIVE otherwise (the best K is not resolved at
+    this size).  The other selectors' rates are reported beside it."""
+    from verification import selection_k as sk
+    from verification.registry import Verdict
+
+    cases, cfg = ((sk.quick_cases(), sk.QUICK) if ctx.params["cases"] == "quick"
+                  else (sk.medium_cases(), sk.BenchConfig(rounds=12)))
+    cases = [dataclasses.replace(c, seed=c.seed + ctx.seed) for c in cases]
+    summary = sk.summarise(sk.run_benchmark(cases, cfg))
+    e, ref = summary["e_relative"], summary.get("grid_other_seed")
+    ok = e["within1"] >= ctx.tolerance and e["lost_le_1pt"] >= ctx.tolerance
+    worse = ref is not None and e["lost_le_1pt"] < min(ref["lost_le_1pt"], ctx.tolerance)
+    verdict = None if ok or worse else Verdict.INCONCLUSIVE
+    rates = "; ".join(f"{k}: ±1 {v['within1']:.0%}, ≤1pt {v['lost_le_1pt']:.0%}, mean lost "
+                      f"{100 * v['mean_lost']:.1f} pt" for k, v in summary.items())
+    return Outcome({"within1": e["within1"], "lost_le_1pt": e["lost_le_1pt"],
+                    "mean_lost_points": 100 * e["mean_lost"], "records": e["records"],
+                    "selectors": summary},
+                   {"within1": f">= {ctx.tolerance}", "lost_le_1pt": f">= {ctx.tolerance}"},
+                   ok, f"{len(cases)} cases × {cfg.seeds} seeds: {rates}", verdict=verdict)
 
 
 @check("cgpfl.q_to_identity", paper=PAPER, reference="Lemma 2 (ICLR appendix, §A.7, §E.A 6)",

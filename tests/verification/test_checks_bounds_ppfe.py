@@ -12,16 +12,13 @@ from verification.registry import Context, load_all
 
 # check function, mutation, factor: the factors sit just beyond each check's measured
 # tightness at quick size, seed 0 (lemma 4/6 perturbation ≈ 1.00/1.06, lemma 8 ≈ 1.3,
-# covering ≈ 10/22, theorem 7 ≈ 4e4, corollary 2 ≈ 7e4), so they show how sharp each check is.
+# covering ≈ 10/22), so they show how sharp each check is.
 CASES = [
     ("ppfe.bound_lemma4_perturbation", B.lemma4_perturbation, "scale_measured", 1.1),
     ("ppfe.bound_lemma4_covering", B.lemma4_covering, "scale_bound", 1 / 15),
     ("ppfe.bound_lemma6_perturbation", B.lemma6_perturbation, "scale_measured", 1.2),
     ("ppfe.bound_lemma6_covering", B.lemma6_covering, "scale_bound", 1 / 30),
     ("ppfe.bound_lemma8_quantile", B.lemma8_quantile, "scale_bound", 0.7),
-    ("ppfe.bound_theorem7_union", B.theorem7_union, "scale_bound", 1e-5),
-    ("ppfe.bound_theorem7_calculator", B.theorem7_calculator, "scale_bound", 1e-5),
-    ("ppfe.bound_corollary2_clients", B.corollary2_clients, "scale_bound", 1e-5),
 ]
 
 
@@ -46,11 +43,6 @@ def test_lemma4_adversarial_search_beats_random_sampling():
     # the all-maximal corner attains Λη to first order: tightness within 1% of 1 at η = 1e-3
     gap = B._adversarial_gap([[3, 4, 1]], [1e-3], 0.0, 1.0, restarts=4, steps=50, seed=0)
     assert gap == pytest.approx(B._lambda([3, 4, 1]) * 1e-3, rel=0.01)
-
-
-def test_theorem7_excess_risk_decreases_with_n():
-    r = B._linear_ppfe(0, 3, ((10, 20), (10, 600)), 0.05)
-    assert r["excess"][1] < r["excess"][0] / 5  # ≈ σ² d / n: 30× fewer errors expected
 
 
 def test_lemma8_envelope_holds_and_fails_when_the_last_point_is_inflated():

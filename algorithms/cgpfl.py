@@ -155,8 +155,9 @@ class _CGPFLBase(Algorithm):
     def _kmeans(self, uploads: dict, k: int, seed: int):
         return kmeans(flatten(uploads), k, restarts=self.kmeans_restarts, seed=seed % 2**32)
 
-    def cluster(self, state: State, fed, uploads: dict, theta: dict):
-        """Server clustering → ``(labels [N], Ω entering step 4 [K_new], extra tensors)``."""
+    def cluster(self, state: State, fed, uploads: dict, theta: dict, rows: torch.Tensor):
+        """Server clustering of the uploads of clients ``rows`` (all N unless a client was
+        left out) → ``(their labels, Ω entering step 4 [K_new], extra tensors)``."""
         raise NotImplementedError
 
     # -- contract ---------------------------------------------------------------------------
@@ -196,12 +197,14 @@ class _CGPFLBase(Algorithm):
     def server_aggregate(self, phase, state, uploads, fed, model):
         """Steps 3–4 on the uploads: clustering, ``Ω^{t+1}``, the recorded quantities."""
         n, dt = fed.num_clients, fed.dtype
-        omega, labels = state.models["context"], state.tensors["assignment"]
+        rows = phase.upload_clients().to(fed.device)          # all N unless one was left out
+        omega, every = state.models["context"], state.tensors["assignment"]
+        labels = every[rows]
         k_old = next(iter(omega.values())).shape[0]
         omega_i0 = select(omega, labels)
         first, local = uploads["first"], uploads["local"]
         theta = uploads.get("personalized", local)
-        new_labels, omega_prev, extra = self.cluster(state, fed, local, theta)
+        new_labels, omega_prev, extra = self.cluster(state, fed, local, theta, rows)
         k_new = next(iter(omega_prev.values())).shape[0]
         p = assignment_matrix(new_labels, k_new, dt)
         means = project(local, p)
@@ -216,6 +219,8 @@ class _CGPFLBase(Algorithm):
         grad = (2.0 * k_old / n) * torch.zeros(k_old, gap.shape[1], dtype=dt,
                                                 device=gap.device).index_add_(0, labels, gap)
         resid = flatten(local) - flatten(means)[new_labels]
+        if rows.numel() < n:      # clients left out keep their context (modulo a new K)
+            new_labels = (every % k_new).index_copy(0, rows, new_labels)
         tensors = {"assignment": new_labels, "transition": q,
                    "q_distance": torch.linalg.norm(q - eye),
                    "grad_G_sq_over_K": (grad ** 2).sum() / k_old,
@@ -250,7 +255,7 @@ class CGPFL(_CGPFLBase):
     def initial_contexts(self) -> int:
         return self.num_contexts
 
-    def cluster(self, state, fed, uploads, theta):
+    def cluster(self, state, fed, uploads, theta, rows):
         omega = state.models["context"]
         res = align_result(self._kmeans(uploads, self.num_contexts, state.seed), flatten(omega))
         return res.labels.to(fed.device), omega, {}
@@ -279,10 +284,10 @@ class CGPFLHeur(_CGPFLBase):
     def initial_contexts(self) -> int:
         return 1
 
-    def cluster(self, state, fed, uploads, theta):
+    def cluster(self, state, fed, uploads, theta, rows):
         from pfl_theory.cgpfl import select_k
 
-        omega, n = state.models["context"], fed.num_clients
+        omega, n = state.models["context"], rows.numel()
         k = next(iter(omega.values())).shape[0]
         if state.round != self.select_round:
             res = align_result(self._kmeans(uploads, k, state.seed), flatten(omega))
@@ -290,11 +295,11 @@ class CGPFLHeur(_CGPFLBase):
         models = flatten(uploads if self.select_on == "uploads" else theta)
         k_max = min(self.k_max or max(1, n // 2), n)
         sel = select_k(models.detach().cpu().double().numpy(), mu=self.mu,
-                       m=fed.train.counts.cpu().double().numpy(), k_max=k_max,
+                       m=fed.train.counts[rows].cpu().double().numpy(), k_max=k_max,
                        restarts=self.kmeans_restarts, seed=state.seed % 2**31)
         labels = torch.as_tensor(sel.clusterings[sel.k_hat - 1].labels, device=fed.device).long()
         p = assignment_matrix(labels, sel.k_hat, fed.dtype)
-        omega_prev = project(select(omega, state.tensors["assignment"]), p)  # Ω^t J^t P^{t+1}
+        omega_prev = project(select(omega, state.tensors["assignment"][rows]), p)  # Ω^t J^t P^{t+1}
         e = torch.as_tensor(sel.e_values, dtype=fed.dtype, device=fed.device)
         return labels, omega_prev, {"k_hat": torch.tensor(sel.k_hat, device=fed.device),
                                     "e_values": e}

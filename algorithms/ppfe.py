@@ -271,6 +271,9 @@ class PPFE(Algorithm):
         fedrep = self.local_update == "fedrep" and bool(head_keys)
         x, y = view.batches["sgd"]
         body, heads = view.server["body"], view.models["heads"]
+        if set(heads) != set(head_keys):
+            raise RuntimeError(f"clients {view.clients.tolist()} missed the transition to stage "
+                               f"{stage} (their heads are another stage's); they cannot rejoin")
         params = merge(body, heads, n=x.shape[1])
         project = self.reduction_at(stage, model, params).projector()
         body_lr = self.lr * self.body_lr_decay ** stage

@@ -137,16 +137,31 @@ class PFLStrategy(Strategy):
         return pack(self._server_models())
 
     def collect(self, grid: Grid) -> State:
-        """The full engine state: server models and tensors + every client's kept rows."""
+        """The full engine state: server models and tensors + every client's kept rows.
+
+        A client that missed an exchange creating or reshaping an entry (PPFE's stage
+        transition) has no matching row: it is filled with NaN (−1 for integer tensors) and
+        recorded in :attr:`failures` (phase ``collect``)."""
         n = self.settings.num_clients
         replies = self._ask(grid, [self.node_of[i] for i in range(n)], "query.collect",
                             lambda i: RecordDict({}))
         kept = {int(r.content[INFO_KEY]["client"]): unpack(r.content[KEPT], device=self.device)
                 for r in replies}
         models, tensors = dict(self.state.models), dict(self.state.tensors)
-        for name, value in kept[0].items():
-            store = models if isinstance(value, dict) else tensors
-            store[name] = stack_rows([kept[i][name] for i in range(n)])
+        for name in sorted({k for rows in kept.values() for k in rows}):
+            template = _majority([kept[i][name] for i in range(n) if name in kept[i]])
+            rows, missing = [], []
+            for i in range(n):
+                mine = kept[i].get(name)
+                if _like(mine, template):
+                    rows.append(mine)
+                else:
+                    rows.append(_filled(template))
+                    missing.append(i)
+            if missing:
+                self.failures.append({"round": self.state.round, "phase": "collect",
+                                      "clients": missing, "reasons": [f"no row of {name}"]})
+            (models if isinstance(template, dict) else tensors)[name] = stack_rows(rows)
         return self.state.replace(models=models, tensors=tensors)
 
     def _ask(self, grid: Grid, nodes: list[int], kind: str,
@@ -273,6 +288,30 @@ class PFLStrategy(Strategy):
         log(INFO, "\t├── algorithm %s, N=%d clients, seed %d (pfl_theory engine rounds)",
             self.settings.algorithm, self.settings.num_clients, self.settings.seed)
         log(INFO, "\t└── hyper-parameters %s", self.settings.hyperparameters)
+
+
+def _signature(value) -> tuple:
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.dtype)
+    return tuple(sorted((k, tuple(v.shape), v.dtype) for k, v in value.items()))
+
+
+def _like(value, template) -> bool:
+    return value is not None and isinstance(value, dict) == isinstance(template, dict) and \
+        _signature(value) == _signature(template)
+
+
+def _majority(values: list):
+    """The most common layout among the clients' rows of one entry."""
+    sigs = [_signature(v) for v in values]
+    return values[max(range(len(values)), key=sigs.count)]
+
+
+def _filled(template):
+    def fill(t):
+        return torch.full_like(t, float("nan") if t.is_floating_point() else -1)
+    return fill(template) if isinstance(template, torch.Tensor) else \
+        {k: fill(v) for k, v in template.items()}
 
 
 def _wait_for_nodes(grid: Grid, n: int, wait_seconds: float) -> list[int]:

@@ -113,12 +113,15 @@ def test_the_comparison_sees_a_changed_client_update(fed, monkeypatch):
     assert max_state_difference(flower.state, engine.state) > STATE_ATOL
 
 
-def test_failed_client_is_left_out_and_recorded(fed):
+@pytest.mark.parametrize("name", ["fedavg", "cgpfl"])
+def test_failed_client_is_left_out_and_recorded(name, fed):
     """Client 1 fails in round 1: the run goes on, its upload is not aggregated (= the
-    engine's round with the phase restricted to the others), the failure is recorded."""
-    alg = build("fedavg")
-    alg = type(alg)(**{**{f.name: getattr(alg, f.name) for f in hyperparameters(type(alg))},
-                       "clients_per_round": 4})
+    engine's round with the phase restricted to the others), the failure is recorded.
+    CGPFL: every client uploads; the server clusters the three that did."""
+    alg = build(name)
+    if name == "fedavg":
+        alg = type(alg)(**{**{f.name: getattr(alg, f.name) for f in hyperparameters(type(alg))},
+                           "clients_per_round": 4})
     model = build_model("dnn", fed, hidden=4)
     flower = simulate(Settings.of(alg, num_clients=N, seed=SEED, model="dnn", hidden=4), fed,
                       rounds=3, fail=lambda client, t, phase: client == 1 and t == 1,

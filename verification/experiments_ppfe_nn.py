@@ -38,14 +38,16 @@ def setting(*, quick: bool, seed: int):
     return fed, model, (40 if quick else 160), common
 
 
-def trajectory(alg, fed, model, *, rounds: int, seed: int, eval_rounds) -> list[dict]:
-    """Evaluation entries (runner format + diagnostics) at the rounds in ``eval_rounds``."""
+def trajectory(alg, fed, model, *, rounds: int, seed: int, eval_rounds,
+               train_loss: bool = False) -> list[dict]:
+    """Evaluation entries (runner format + diagnostics) at the rounds in ``eval_rounds``
+    (with ``train_loss``: also each model's loss on the training split)."""
     state = alg.init(fed, model, seed)
     out = []
     for _ in range(rounds):
         state = alg.round(state, fed, model)
         if state.round in eval_rounds:
-            out.append(evaluation_entry(alg, state, fed, model, train_loss=False))
+            out.append(evaluation_entry(alg, state, fed, model, train_loss=train_loss))
     return out
 
 
@@ -64,10 +66,14 @@ def run_all(*, quick: bool, seed: int) -> list[dict]:
     ppfe = get_algorithm("ppfe")(total_rounds=rounds, **common)
     ends = stage_ends(ppfe, model)
     evals = sorted(set(range(step, rounds + 1, step)) | set(ends))
-    for e in trajectory(ppfe, fed, model, rounds=rounds, seed=seed, eval_rounds=evals):
+    for e in trajectory(ppfe, fed, model, rounds=rounds, seed=seed, eval_rounds=evals,
+                        train_loss=True):
         for name, key in (("PPFE ensemble", "ensemble_accuracy"), ("PPFE stage model", "stage_accuracy")):
-            rows.append({"method": name, "round": e["round"], "stage": int(e["stage"]),
-                         "accuracy": e[key], "comm_params": e["comm_params_total"]})
+            row = {"method": name, "round": e["round"], "stage": int(e["stage"]),
+                   "accuracy": e[key], "comm_params": e["comm_params_total"]}
+            if name == "PPFE stage model":  # for the generalization gap (test − train loss)
+                row.update(test_loss=e["stage_loss"], train_loss=e["stage_train_loss"])
+            rows.append(row)
     for name in BASELINES:
         kw = {k: v for k, v in common.items() if not (name == "local" and k == "clients_per_round")}
         alg = get_algorithm(name)(**kw)

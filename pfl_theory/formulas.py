@@ -183,7 +183,8 @@ FORMULAS: tuple[Formula, ...] = (
             "run seed every round); new clusters are matched to old ones (Hungarian) before "
             "the α-mixing.",
             ("pfl_theory.cgpfl_matrices.global_aggregation", "pfl_theory.kmeans.kmeans",
-             "pfl_theory.kmeans.match_clusters", "algorithms.cgpfl.project")),
+             "pfl_theory.kmeans.match_clusters", "pfl_theory.kmeans.align_result",
+             "pfl_theory.kmeans.lloyd", "pfl_theory.kmeans.inertia", "algorithms.cgpfl.project")),
     Formula("A.7", "Zero cross-term Σ_k [v(Q − I_K)]_k = 0", CGPFL, "ICLR eq. (19)", "SEED",
             "Holds for any row-stochastic Q.", ("pfl_theory.cgpfl_matrices.zero_cross_term",)),
     Formula("A.7", "Theorem 4.1 (convergence of the generalized models) and α̂₀", CGPFL,
@@ -195,6 +196,9 @@ FORMULAS: tuple[Formula, ...] = (
              _C + "beta_max", "pfl_theory.cgpfl_symbolic.theorem41_expression",
              "pfl_theory.cgpfl_symbolic.appendix_constants",
              "pfl_theory.cgpfl_symbolic.constant_identities",
+             "pfl_theory.cgpfl_symbolic.alpha_hat0_entries",
+             "pfl_theory.cgpfl_symbolic.stepwise_expression",
+             "pfl_theory.cgpfl_symbolic.headline_rate",
              "pfl_theory.cgpfl_symbolic.rate_exponents")),
     Formula("A.8", "Theorem 4.2 (generalization) and cost(Θ, Ω; K)", CGPFL,
             "Theorem 4.2 (IJCAI) = Theorem 2 (ICLR); Definitions 2–3", "SEED",
@@ -205,7 +209,28 @@ FORMULAS: tuple[Formula, ...] = (
             "SEED",
             "K searched in 1..N/2, chosen once (round select_round) and frozen; ties go to the "
             "smallest K; μ stands in for λ + L/2.",
-            (_C + "e_of_k", _C + "select_k", "algorithms.cgpfl.CGPFLHeur")),
+            (_C + "e_of_k", _C + "select_k", "algorithms.cgpfl.CGPFLHeur",
+             "pfl_theory.cgpfl_selection.cluster_path",
+             "pfl_theory.cgpfl_selection.normalise_models")),
+    Formula("A.9", "X-means BIC over the clustering path (alternative selector of K)", CGPFL,
+            "not in the paper (Pelleg & Moore, ICML 2000), compared with e(K)", "DERIVED",
+            "Spherical Gaussian mixture with one shared variance; scale-free, needs no μ; used "
+            "only on the selection benchmark, never by CGPFL-Heur.",
+            ("pfl_theory.cgpfl_selection.bic_curve",)),
+    Formula("A.6", "Smoothness L and strong convexity μ of the client losses", CGPFL,
+            "Assumption 1 (CGPFL); A1(a)/(b) (pFedMe §B.2)", "DERIVED",
+            "Exact extreme Hessian eigenvalues for quadratics; for ℓ2-regularised MLR, μ = ℓ2 "
+            "(infimum of the curvature) and L ≤ ℓ2 + ½ λ_max(X̃ᵀX̃/n) from diag(p) − ppᵀ ⪯ ½I.",
+            ("pfl_theory.constants.quadratic_constants", "pfl_theory.constants.mlr_constants")),
+    Formula("A.8", "Definitions 2–3 for bounded linear predictors with the squared loss", CGPFL,
+            "IJCAI eqs. (9)–(10); the constant B of Theorem 4.2", "DERIVED",
+            "λ_H exact by sign enumeration for small n (else alternating ascent: a lower "
+            "estimate), in closed form for N(0, Σ); disc_H exact via the trust-region "
+            "subproblem; B the smallest valid constant (loss range / λ_H).",
+            ("pfl_theory.constants.disagreement_linear", "pfl_theory.constants.disagreement_gaussian",
+             "pfl_theory.constants.discrepancy_linear_squared",
+             "pfl_theory.constants.ball_quadratic_min",
+             "pfl_theory.constants.loss_range_linear_squared", "pfl_theory.constants.smallest_b")),
     # ---- B. pFedMe ---------------------------------------------------------------------
     Formula("B.1", "Personalized model θ̂_i(w) = prox_{f_i/λ}(w) and Moreau envelope F_i", PFEDME,
             "eq. (3) and the bi-level problem of §3.1", "SEED",
@@ -236,19 +261,27 @@ FORMULAS: tuple[Formula, ...] = (
             "with the sensible λ → ∞ limit.",
             (_P + "sigma_F1_sq", _P + "lemma2a_bound", _P + "sigma_F2_sq", _P + "lemma2b_bound",
              _P + "gradient_diversity")),
+    Formula("B.2", "Gradient variance γ_f² (A2) and diversity σ_f² (A3) from samples", PFEDME,
+            "Assumptions A2, A3", "SEED",
+            "γ_f² at one point from per-sample gradients; σ_f² as the max over sampled points "
+            "(a lower estimate of the sup).",
+            ("pfl_theory.constants.gradient_variance", "pfl_theory.constants.diversity_sup")),
     Formula("B.6", "Theorem 1 (strongly convex) and Corollary 1", PFEDME,
             "Theorem 1(a), 1(b); Corollary 1", "SEED-GARBLED→READ",
             "η̂₁ = 1/(6L_F(3 + 128κ_F/β)); hidden constants 1, polylogs dropped. Corollary 1(i) "
             "is UNCERTAIN: default β = √(N/T) if N ≥ T, alternative β = √N/T (both readings "
             "derived in pfl_theory.rates).",
             (_P + "theorem1a", _P + "theorem1b", _P + "eta_hat_1", _P + "min_rounds_theorem1",
-             _P + "local_step_bound", _P + "corollary1_beta", "pfl_theory.rates.corollary1_derivation")),
+             _P + "local_step_bound", _P + "corollary1_beta", _P + "theorem1a_symbolic",
+             _P + "corollary1_beta_symbolic", "pfl_theory.rates.corollary1_derivation",
+             "pfl_theory.rates.headline_rate", "pfl_theory.rates.power_exponents")),
     Formula("B.6", "Theorem 2 (non-convex) and Corollary 2", PFEDME,
             "Theorem 2(a), 2(b); Corollary 2", "SEED-GARBLED→READ",
             "Third term read as Δ_F^{2/3}(Rσ² + λ²δ²)^{1/3}/(β^{4/3}R^{1/3}T^{2/3}); the exponent "
             "of R is a parameter (default 1/3) because this does not reproduce Corollary 2's "
             "(TRN)^{−2/3} exactly (UNCERTAIN).",
             (_P + "theorem2a", _P + "theorem2b", _P + "eta_hat_2", _P + "corollary2_choice",
+             _P + "theorem2a_symbolic",
              "pfl_theory.rates.corollary2_derivation", "pfl_theory.rates.corollary_derivations")),
     Formula("B.7", "FedProx Synthetic(α, β) generator of the pFedMe experiments", PFEDME,
             "§5 (Li et al. FedProx generator)", "CODE",
@@ -269,6 +302,7 @@ FORMULAS: tuple[Formula, ...] = (
             "losses, renormalised; SAMME-style coefficients α = log((1−ε)/ε) + log(C−1); final "
             "predictor Σ_t α_t h_t.",
             ("pfl_theory.ppfe_boosting.reweight", "pfl_theory.ppfe_boosting.weighted_error",
+             "pfl_theory.ppfe_boosting.uniform_weights",
              "pfl_theory.ppfe_boosting.ensemble_coefficients",
              "pfl_theory.ppfe_boosting.final_ensemble", "algorithms.ppfe_ensemble.next_weights",
              "algorithms.ppfe_ensemble.ensemble_scores")),
@@ -309,7 +343,7 @@ FORMULAS: tuple[Formula, ...] = (
             "Theorem 2, eq. (14) (Mohri et al. 2018, Thm 6.1)", "RECONSTRUCTED",
             "Weighted error under the current sample distribution (not the true error).",
             (_PB + "boosting_bias_bound", _PB + "adaboost_bound_chain",
-             "pfl_theory.ppfe_boosting.adaboost_stumps")),
+             "pfl_theory.ppfe_boosting.adaboost_stumps", "pfl_theory.ppfe_boosting.fit_stumps")),
     Formula("C.5.12", "Bias–variance choice of T: argmin e^{−2γ²T} + κ₀√(T/n)", PPFE,
             "§5 'Bias–Variance Tradeoff'", "DERIVED",
             "Derived from Corollary 2 + Theorem 2; the Lemma-9 family with ac = 1; interior "
@@ -354,7 +388,7 @@ FORMULAS: tuple[Formula, ...] = (
             (_PL + "theorem1_plgu_lf", _PL + "theorem2_plgu_grep", _PL + "theorem3_plgu_ghn",
              _PL + "lemma2_margin_complexity", _PL + "lemma3_adversarial_complexity",
              _PL + "lemma4_personalized_complexity", _PL + "lp_factor", _PL + "clipped_log",
-             _PL + "linear_rademacher_bound")),
+             _PL + "linear_rademacher_bound", _PL + "empirical_rademacher_linear")),
     Formula("D.9", "Average, lowest-5% and top-5% client accuracy", PLGU, "Tables 1–4", "SEED",
             "The paper does not define the 5% tails: mean over the ⌈0.05 N⌉ worst / best clients.",
             ("algorithms.evaluation.summarize", "algorithms.evaluation.tail_size")),

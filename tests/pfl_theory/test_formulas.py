@@ -119,3 +119,27 @@ def test_no_tracked_file_cites_a_path_outside_the_repository():
             if OUTSIDE.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
     assert not offenders, "paths outside the repository:\n" + "\n".join(offenders)
+
+
+_HELPERS = {"validation", "threads", "formulas"}  # utilities, not formulas
+
+
+def test_every_public_theory_function_is_in_the_registry():
+    import inspect
+    import pkgutil
+
+    import pfl_theory
+
+    listed = {n for f in formulas.FORMULAS for n in f.implementations}
+    unlisted = []
+    for info in pkgutil.iter_modules(pfl_theory.__path__):
+        if info.name in _HELPERS:
+            continue
+        module = importlib.import_module(f"pfl_theory.{info.name}")
+        for name, obj in vars(module).items():
+            if (not name.startswith("_") and inspect.isfunction(obj)
+                    and obj.__module__ == module.__name__
+                    and f"{module.__name__}.{name}" not in listed):
+                unlisted.append(f"{module.__name__}.{name}")
+    assert not unlisted, ("theory functions missing from pfl_theory/formulas.py (add them, "
+                          "then `pflt formulas --write docs/formulas.md`): " + ", ".join(unlisted))

@@ -1,0 +1,74 @@
+"""Choosing CGPFL's K and PPFE's T: every selector against the empirical optimum (issue 16).
+
+CGPFL (Tang, Guo, Guo, IJCAI 2022), e(K) of eq. (11) (docs/formulas.md §A.9) beside the BIC
+and peer-validation selectors, on the planted federations of :mod:`verification.selection_k`;
+PPFE (Emrani et al. 2026) §5's bias–variance choice of T (§C.5.12) with inputs estimated from
+data, beside validation and the paper's T = 4, on the linear generator
+(:mod:`verification.selection_stages`).  Left: K̂ against the best K (jittered, one point per
+case and seed, per selector).  Middle: for K, the fraction of records within ±1 of the best and
+with ≤ 1 accuracy point lost.  Right: the same for T (≤ 1 % excess population risk).
+
+``quick``: 4 cases / 2 configurations; otherwise the 8 ``medium_cases`` and the 30 stage
+configurations (the 60-case K grid: ``python -m verification.selection_k --full``).
+Writes ``selection.png`` and ``selection.csv`` (one row per record).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from paper_figures._io import write_csv
+from verification import selection_k as sk
+from verification import selection_stages as ss
+
+
+def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cases, cfg = (sk.quick_cases(), sk.QUICK) if quick else (sk.medium_cases(), sk.FULL)
+    cases = [dataclasses.replace(c, seed=c.seed + seed) for c in cases]
+    k_res = sk.run_benchmark(cases, cfg)
+    t_res = ss.run_stage_benchmark(ss.quick_configs() if quick else ss.full_configs())
+    k_sum, t_sum = sk.summarise(k_res), ss.summarise_stages(t_res)
+
+    rows = [["K", r["case"], r["selector"], r["seed"], r["k_hat"], r["best_k"], r["acc_lost"]]
+            for res in k_res for r in res["records"]]
+    rows += [["T", str(r["config"]), r["selector"], r["seed"], r["t_hat"], r["best_t"], r["excess"]]
+             for res in t_res for r in res["records"]]
+    csv_path = write_csv(out_dir / "selection.csv",
+                         ["what", "case", "selector", "seed", "selected", "best", "lost"], rows)
+
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.2))
+    rng = np.random.default_rng(0)
+    names = list(k_sum)
+    for i, name in enumerate(names):
+        recs = [r for res in k_res for r in res["records"] if r["selector"] == name]
+        best = np.array([r["best_k"] for r in recs], dtype=float)
+        a.scatter(best + rng.uniform(-0.25, 0.25, best.size) + 0.06 * (i - len(names) / 2),
+                  [r["k_hat"] for r in recs], s=14, alpha=0.6, label=name)
+    top = max(cfg.k_cap, 2) + 0.5
+    a.plot([0.5, top], [0.5, top], "k--", lw=1)
+    a.set(xlabel="empirically best K (test accuracy)", ylabel="selected K̂", title="CGPFL: K̂ vs best K")
+    a.legend(fontsize=7)
+    for ax, summ, title, lost in ((b, k_sum, "CGPFL's K", "≤ 1 acc. point lost"),
+                                  (c, t_sum, "PPFE's T", "≤ 1 % excess risk")):
+        x = np.arange(len(summ))
+        ax.bar(x - 0.2, [v["within1"] for v in summ.values()], 0.4, label="within ±1 of best")
+        ax.bar(x + 0.2, [v["lost_le_1pt"] for v in summ.values()], 0.4, label=lost)
+        ax.axhline(0.9, color="k", ls=":", lw=1, label="target 90 %")
+        ax.set_xticks(x, list(summ), rotation=30, fontsize=8)
+        ax.set(ylim=(0, 1.05), ylabel="fraction of (case, seed) records",
+               title=f"{title}: {sum(v['records'] for v in summ.values()) // max(len(summ), 1)} records each")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = out_dir / "selection.png"
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return [png, csv_path]

@@ -26,6 +26,7 @@ training seeds vary the training and not the dataset, as in the papers' experime
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from synthetic.federation import Federation
@@ -70,7 +71,7 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
     if name in EMBEDDED:
         if root:
             raise ValueError(f"dataset {name!r} is embedded; it takes no directory")
-        x, y = datasets.load_dataset(EMBEDDED[name])
+        x, y = _embedded_pool(EMBEDDED[name])
     elif name in FILE_DATASETS:
         if not root:
             raise ValueError(f"dataset {name!r} is read from local files: use --data {name}:DIR")
@@ -95,6 +96,18 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
         part.xs, part.ys, num_classes=int(y.max()) + 1, train_fraction=spec.train_fraction,
         seed=spec.seed, max_client_size=spec.max_client_size, device=device, dtype=dtype,
         name=f"{name}/{spec.partition}")
+
+
+@functools.lru_cache(maxsize=None)
+def _embedded_pool(name: str):
+    """An embedded dataset, loaded once per process (parsing MNIST-5k's CSV takes seconds;
+    sweeps and tests build many federations from it).  Read-only arrays."""
+    from synthetic import datasets
+
+    x, y = datasets.load_dataset(name)
+    x.flags.writeable = False
+    y.flags.writeable = False
+    return x, y
 
 
 def default_size_range(y, num_clients: int, classes_per_client: int,

@@ -4,8 +4,11 @@ The TOML file holds a base run configuration (any ``pflt run`` option, hyper-par
 a ``[hyperparameters]`` table or at top level) and a ``[sweep]`` table whose values are
 lists, e.g. ``lam = [10, 15, 20]``, ``seed = [0, 1, 2]``.  Every point of the Cartesian
 product runs in ``OUT/point-<i>/``; each finished point is appended to ``OUT/sweep.jsonl``
-(its parameters and final metrics), so an interrupted sweep resumes where it stopped
-(finished points are skipped).  ``OUT/summary.csv`` collects all finished points;
+(its parameters, final metrics and the SHA-256 of the cell's fully resolved options), so an
+interrupted sweep resumes where it stopped: a point is skipped only if its resolved options
+are unchanged (editing the base options re-runs the affected points); a torn last line (a
+kill mid-write) is dropped with a warning.  Every cell is validated before the first runs;
+``out``/``resume``/``config`` cannot be swept (cells always write inside ``--out``).  ``OUT/summary.csv`` collects all finished points;
 ``OUT/summary_by_config.csv`` (and the printed table) gives every final metric as mean ± sd
 over the seeds of each configuration (the points that differ only in ``seed``).
 
@@ -29,6 +32,7 @@ import argparse
 import csv
 import itertools
 import json
+import sys
 from pathlib import Path
 
 from pflt.cli import UserError
@@ -77,50 +81,152 @@ def grid(sweep: dict, per_algorithm: dict | None = None, base_algorithm: str = "
     return points
 
 
-def run(args) -> int:
+#: keys a sweep sets itself: a cell always writes to OUT/point-<i>/
+RESERVED = {"out", "resume", "config"}
+
+
+def read_toml(path: Path) -> dict:
+    """The TOML file ``path`` or a one-line :class:`UserError`."""
     from pflt.commands.run_options import tomllib
 
-    from pflt.cli import build_parser
-    from pflt.commands import run as run_cmd
-    from pflt.commands import run_options as opts
-
-    path = Path(args.config)
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
-    raw = tomllib.loads(path.read_text())
-    per_algorithm = raw.pop("algorithms", {})
-    if not isinstance(per_algorithm, dict):
-        raise UserError("[algorithms] must hold one table per algorithm, e.g. [algorithms.pfedme]")
-    points = grid(raw.pop("sweep", {}), per_algorithm, str(raw.get("algorithm", "pfedme")))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    base = out / "base.toml"
-    base.write_text(_to_toml(raw))
-    log = out / "sweep.jsonl"
-    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    finished = {json.dumps(d["point"], sort_keys=True) for d in done}
-    parser = build_parser()
+    if not path.is_file():
+        raise UserError(f"config {path} is not a file")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+
+
+def read_log(log: Path) -> list[dict]:
+    """Records of ``sweep.jsonl``.  A torn last line (a sweep killed while appending) is
+    dropped with a warning and the file rewritten without it; any other malformed line is a
+    :class:`UserError` (the file is not a sweep log)."""
+    if not log.exists():
+        return []
+    if not log.is_file():
+        raise UserError(f"{log} is not a file")
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    records = []
+    for n, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+            if not (isinstance(rec, dict) and isinstance(rec.get("point"), dict)
+                    and isinstance(rec.get("final", {}), dict)):
+                raise ValueError("not a sweep record")
+        except ValueError:
+            if n == len(lines):
+                print(f"warning: {log}: dropping the torn last line {n} (an interrupted "
+                      "write); its point runs again", file=sys.stderr)
+                log.write_text("".join(x + "\n" for x in lines[:-1]))
+                break
+            raise UserError(f"{log} line {n} is not a sweep record; move the file away "
+                            "to start the sweep afresh") from None
+        records.append(rec)
+    return records
+
+
+def _argv_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def cell_hash(options: dict) -> str:
+    """SHA-256 of a cell's full resolved options (without where it writes and how it
+    shows progress): a resumed sweep reuses a finished cell only if this is unchanged."""
+    import hashlib
+
+    from pflt.commands import run_options as opts
+
+    kept = {k: v for k, v in opts.saved(options).items()
+            if k not in ("out", "no_progress", "threads", "model_chosen")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cells(points: list[dict], base: Path, out: Path, no_progress: bool) -> list[dict]:
+    """Every point's resolved options, validated before anything runs."""
+    from pflt.cli import build_parser
+    from pflt.commands import run_options as opts
+
+    parser, actions = build_parser(), opts._actions()
+    found = []
     for i, point in enumerate(points):
-        key = json.dumps(point, sort_keys=True)
-        if key in finished:
-            print(f"point {i + 1}/{len(points)} {point}: done, skipped")
-            continue
+        bad = sorted(k for k in point if k.replace("-", "_") in RESERVED)
+        if bad:
+            raise UserError(f"[sweep] cannot set {', '.join(bad)}: every cell writes to "
+                            f"{out}/point-<i>/")
         argv = ["run", "--config", str(base), "--out", str(out / f"point-{i:03d}")]
         for k, v in point.items():
-            argv += [f"--{k.replace('_', '-')}", str(v)]
-        if args.no_progress:
+            dest = k.replace("-", "_")
+            dest = dest if dest in actions else f"hp_{dest}"
+            if dest not in actions:
+                raise UserError(f"[sweep] unknown option {k!r}")
+            opts.coerce(dest, v, actions[dest], "[sweep]")
+            argv += [f"--{k.replace('_', '-')}", _argv_value(v)]
+        if no_progress:
             argv.append("--no-progress")
         ns = parser.parse_args(argv)
         ns.argv = argv
-        print(f"point {i + 1}/{len(points)} {point}")
-        summary = run_cmd.execute(opts.resolve(ns), progress=not args.no_progress)
-        record = {"point": point, "out": str(out / f"point-{i:03d}"),
-                  "diverged": summary is None, "final": summary or {}}
-        with open(log, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        done.append(record)
-    _write_summary(out / "summary.csv", done)
-    table = _write_by_config(out / "summary_by_config.csv", done)
+        options = opts.resolve(ns)
+        found.append({"index": i, "point": point, "options": options,
+                      "hash": cell_hash(options)})
+    return found
+
+
+def run(args) -> int:
+    from pflt.commands import run as run_cmd
+    from pflt.out_lock import out_lock
+
+    path = Path(args.config)
+    raw = read_toml(path)
+    bad = sorted(k for k in raw if k.replace("-", "_") in RESERVED)
+    if bad:
+        raise UserError(f"{path}: {', '.join(bad)} cannot be set in a sweep config (every "
+                        f"cell writes to --out/point-<i>/)")
+    per_algorithm = raw.pop("algorithms", {})
+    if not isinstance(per_algorithm, dict):
+        raise UserError("[algorithms] must hold one table per algorithm, e.g. [algorithms.pfedme]")
+    sweep = raw.pop("sweep", {})
+    if not isinstance(sweep, dict):
+        raise UserError("[sweep] must be a table of lists, e.g. [sweep] seed = [0, 1]")
+    points = grid(sweep, per_algorithm, str(raw.get("algorithm", "pfedme")))
+    out = Path(args.out)
+    with out_lock(out):
+        base = out / "base.toml"
+        base.write_text(_to_toml(raw))
+        todo = cells(points, base, out, args.no_progress)
+        log = out / "sweep.jsonl"
+        current = {c["hash"] for c in todo}
+        old = read_log(log)
+        done = [r for r in old if r.get("config_hash") in current]
+        if len(done) < len(old):
+            print(f"{len(old) - len(done)} earlier record(s) in {log} do not match the "
+                  "current configuration (base options changed?): their points run again",
+                  file=sys.stderr)
+        finished = {r["config_hash"] for r in done}
+        for cell in todo:
+            i, point = cell["index"], cell["point"]
+            if cell["hash"] in finished:
+                print(f"point {i + 1}/{len(points)} {point}: done, skipped")
+                continue
+            print(f"point {i + 1}/{len(points)} {point}")
+            summary = run_cmd.execute(cell["options"], progress=not args.no_progress)
+            record = {"point": point, "out": str(out / f"point-{i:03d}"),
+                      "config_hash": cell["hash"], "diverged": summary is None,
+                      "final": summary or {}}
+            with open(log, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+                fh.flush()
+            done.append(record)
+            finished.add(cell["hash"])
+        _write_summary(out / "summary.csv", done)
+        table = _write_by_config(out / "summary_by_config.csv", done)
     print(table)
     print(f"{len(done)} points: {out / 'summary.csv'}, {out / 'summary_by_config.csv'}")
     return 0

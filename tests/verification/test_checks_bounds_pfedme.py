@@ -10,7 +10,7 @@ from verification.registry import Context, Verdict, load_all, run_check
 
 #: quick-size verdicts, seed 0 (the findings are in each check's detail)
 EXPECTED = {
-    "pfedme.bound_thm1_quadratic": Verdict.FAILS,  # holds with C = 0.10, shape loose (spread ~6e3)
+    "pfedme.bound_thm1_quadratic": Verdict.FAILS,  # holds with C = 0.10, shape loose (spread ~2e3)
     "pfedme.bound_thm1_mlr": Verdict.FAILS,        # holds with C ~ 0.06, shape loose (spread ~50)
     "pfedme.bound_thm1_floor": Verdict.HOLDS,      # spread ~1.7 over delta^2 (|D| = 1..32)
     "pfedme.bound_thm1_sampling": Verdict.HOLDS,   # spread ~1.8, C ~ 1.0 over N/S - 1 = 1..32

@@ -511,6 +511,7 @@ def thm2_nonconvex(ctx: Context) -> Outcome:
         gF, fv = _envelope_grads(model, x, ws, lam, L)
         sq = (gF ** 2).sum(1).numpy()
         measured += np.array([sq[:T].mean() for T in grid]) / p["reps"]
+        peak = (float(sq[0]), float(sq.max()), int(sq.argmax()))
         f_vals.append(fv)
     nu = _inner_residual(model, fed, alg, pts[:4] + [{"theta": ws[int(t)][None]} for t in grid],
                          ctx.seed + 17)
@@ -529,7 +530,9 @@ def thm2_nonconvex(ctx: Context) -> Outcome:
         detail=(f"T = {grid.tolist()}; L = {L:.4g} (exact), lam = sqrt(8L^2+1) = {lam:.4g}, "
                 f"eta = eta_hat_2 = {eta:.3g}, sigma_f^2 = {sigma_f_sq:.3g}, sigma_F2^2 = "
                 f"{sigma2:.3g}, gamma_f^2 = {gamma_sq:.3g}, nu = {nu:.2g}, delta^2 = "
-                f"{delta_sq:.3g}, Delta_F = {delta_f:.3g}; shape (C = 1) above 2 L_F Delta_F = "
+                f"{delta_sq:.3g}, Delta_F = {delta_f:.3g}; ||grad F(w_0)||^2 = {peak[0]:.3g}, "
+                f"max_t ||grad F(w_t)||^2 = {peak[1]:.3g} at t = {peak[2]} (a rise means the run "
+                f"starts on a plateau near a saddle); shape (C = 1) above 2 L_F Delta_F = "
                 f"{trivial:.3g} at {int((shape >= trivial).sum())}/{len(grid)} grid points"),
         extra={"T": grid.tolist(), "measured": measured.tolist(), "shape": shape.tolist(),
                "terms": {k: np.asarray(v, dtype=float).tolist() for k, v in bound.terms.items()},

@@ -65,9 +65,10 @@ class Model:
     def per_client_loss(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy per client ``[N]`` (+ the ℓ2 term when ``l2 > 0``)."""
         logits = self.forward(params, x)
-        n, b, c = logits.shape
-        ce = F.cross_entropy(logits.reshape(n * b, c), y.reshape(n * b), reduction="none")
-        loss = ce.view(n, b).mean(1)
+        # class axis second ([N, C, B]): dense layers produce that layout already, and a
+        # softmax over dim 1 vectorises over the batch (over a last axis of length C it
+        # does not)
+        loss = F.cross_entropy(logits.transpose(1, 2), y, reduction="none").mean(1)
         if self.l2 > 0:
             reg = sum((params[k] ** 2).flatten(1).sum(1) for k in params if k.endswith("weight"))
             loss = loss + 0.5 * self.l2 * reg
@@ -116,19 +117,25 @@ class MLR(Model):
         ``∇_W = xᵀ(softmax(xW + b) − onehot(y)) / B + l2·W``, ``∇_b = Σ_B (…) / B`` —
         two ``bmm`` per step instead of autograd's three plus bookkeeping, the second one laid
         out as ``(gᵀx)ᵀ`` (tiny per-client matrices: ~3× faster on CPU than ``xᵀg``); checked
-        against autograd and finite differences in the tests."""
+        against autograd and finite differences in the tests.
+
+        Class-major throughout: logits ``zᵀ = wᵀxᵀ + b`` are ``[N, C, B]`` and the softmax
+        runs over dim 1 with the batch contiguous — ~10× faster on CPU than a softmax over
+        a last axis of length C (half the step's time before)."""
         w, b = params["fc.weight"], params["fc.bias"]
         x = x.flatten(2)
-        logp = torch.log_softmax(_dense(x, w, b), -1)
-        loss = -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1).mean(1)
+        z = torch.baddbmm(b.unsqueeze(2), w.transpose(1, 2), x.transpose(1, 2))  # [N, C, B]
+        logp = torch.log_softmax(z, 1)
+        yc = y.unsqueeze(1)
+        loss = -logp.gather(1, yc).squeeze(1).mean(1)
         g = logp.exp_()
-        g.scatter_add_(-1, y.unsqueeze(-1), torch.full_like(g[..., :1], -1.0))
+        g.scatter_add_(1, yc, torch.full_like(g[:, :1], -1.0))
         g.div_(x.shape[1])
-        gw = torch.bmm(g.transpose(1, 2), x).transpose(1, 2)  # (gᵀx)ᵀ: ~3× faster than xᵀg
+        gw = torch.bmm(g, x).transpose(1, 2)  # (gᵀx)ᵀ: ~3× faster than xᵀg
         if self.l2 > 0:
             gw = gw + self.l2 * w
             loss = loss + 0.5 * self.l2 * (w ** 2).flatten(1).sum(1)
-        return {"fc.weight": gw, "fc.bias": g.sum(1)}, loss
+        return {"fc.weight": gw, "fc.bias": g.sum(2)}, loss
 
 
 @dataclass

@@ -15,7 +15,7 @@ train and test sets are each one flat tensor ``x[M, ...]`` / ``y[M]`` with per-c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -136,56 +136,97 @@ class Federation:
                            ) -> "Federation":
         """Build from per-client arrays ``xs[i]`` ``[n_i, ...]`` and labels ``ys[i]``.
 
-        Each client's samples are shuffled with ``numpy.random.RandomState(seed + i)``;
-        the first ``floor(train_fraction * n_i)`` (at least 1, leaving at least 1 for
-        test) are the training set. ``dtype`` defaults to float32, ``device`` to CUDA when
-        available.
+        Each client's samples are shuffled with ``numpy.random.RandomState(seed + i)``
+        (then cut to ``max_client_size`` when given); the first
+        ``floor(train_fraction * n_i)`` (at least 1, leaving at least 1 for test) are the
+        training set. ``dtype`` defaults to float32, ``device`` to CUDA when available.
+        See :meth:`from_client_stream` for the memory used.
         """
         if len(xs) != len(ys) or len(xs) == 0:
             raise ValueError(f"need the same non-zero number of feature and label arrays, "
                              f"got {len(xs)} and {len(ys)}")
+        return Federation.from_client_stream(
+            [np.shape(x)[0] for x in xs], zip(xs, ys), feature_shape=np.shape(xs[0])[1:],
+            num_classes=num_classes, train_fraction=train_fraction, seed=seed,
+            max_client_size=max_client_size, device=device, dtype=dtype, name=name)
+
+    @staticmethod
+    def from_client_stream(sizes: Sequence[int], clients: Iterable[tuple[np.ndarray, np.ndarray]],
+                           *, feature_shape: Sequence[int], num_classes: int | None = None,
+                           train_fraction: float = 0.75, seed: int = 0,
+                           max_client_size: int | None = None, device=None, dtype=None,
+                           name: str = "federation") -> "Federation":
+        """:meth:`from_client_arrays` for clients produced one at a time: ``clients``
+        yields ``(x_i, y_i)`` with ``sizes[i]`` rows each, in order.
+
+        The flat train/test tensors are allocated once (in ``dtype``) and each client is
+        written into them as it arrives, so the peak memory is the federation plus one
+        client — no list of per-client copies, no concatenation, no second cast.  Data are
+        assembled on the CPU and moved to ``device`` once."""
         train_fraction = in_range("train_fraction", train_fraction, 0.0, 1.0, closed=False)
         if max_client_size is not None:
             max_client_size = positive_int("max_client_size", max_client_size, minimum=2)
-        parts: dict[str, list] = {"xtr": [], "ytr": [], "xte": [], "yte": []}
-        feat = None
-        for i, (x, y) in enumerate(zip(xs, ys)):
+        sizes = np.asarray(sizes, dtype=np.int64)
+        small = np.flatnonzero(sizes < 2)
+        if small.size:
+            i = int(small[0])
+            raise ValueError(f"client {i} has {sizes[i]} samples; need at least 2 "
+                             "(one train, one test)")
+        kept = sizes if max_client_size is None else np.minimum(sizes, max_client_size)
+        n_train = np.minimum(np.maximum(np.floor(train_fraction * kept).astype(np.int64), 1),
+                             kept - 1)
+        feat = tuple(feature_shape)
+        dtype = torch.float32 if dtype is None else dtype
+        tr, te = _Builder(n_train, feat, dtype), _Builder(kept - n_train, feat, dtype)
+        count = 0
+        for i, (x, y) in enumerate(clients):
             x, y = np.asarray(x), np.asarray(y)
             if x.shape[0] != y.shape[0]:
                 raise ValueError(f"client {i}: {x.shape[0]} feature rows but {y.shape[0]} labels")
-            if x.shape[0] < 2:
-                raise ValueError(f"client {i} has {x.shape[0]} samples; need at least 2 "
-                                 "(one train, one test)")
-            if feat is None:
-                feat = x.shape[1:]
-            elif x.shape[1:] != feat:
+            if i >= sizes.size or x.shape[0] != sizes[i]:
+                raise ValueError(f"client {i}: {x.shape[0]} rows, announced "
+                                 f"{sizes[i] if i < sizes.size else 'no client'}")
+            if x.shape[1:] != feat:
                 raise ValueError(f"client {i}: feature shape {x.shape[1:]} != {feat}")
-            perm = np.random.RandomState(seed + i).permutation(x.shape[0])
-            if max_client_size is not None:
-                perm = perm[:max_client_size]
-            n_train = min(max(int(np.floor(train_fraction * perm.size)), 1), perm.size - 1)
-            parts["xtr"].append(x[perm[:n_train]])
-            parts["ytr"].append(y[perm[:n_train]])
-            parts["xte"].append(x[perm[n_train:]])
-            parts["yte"].append(y[perm[n_train:]])
-        all_y = np.concatenate(parts["ytr"] + parts["yte"])
-        if not np.issubdtype(all_y.dtype, np.integer):
-            raise ValueError(f"labels must be integers, got dtype {all_y.dtype}")
-        if all_y.min() < 0:
+            if not np.issubdtype(y.dtype, np.integer):
+                raise ValueError(f"labels must be integers, got dtype {y.dtype}")
+            perm = np.random.RandomState(seed + i).permutation(x.shape[0])[:kept[i]]
+            tr.put(i, x, y, perm[:n_train[i]])
+            te.put(i, x, y, perm[n_train[i]:])
+            count += 1
+        if count != sizes.size:
+            raise ValueError(f"{sizes.size} client sizes announced, {count} clients given")
+        low, high = min(tr.low, te.low), max(tr.high, te.high)
+        if low < 0:
             raise ValueError("labels must be non-negative")
-        n_cls = int(all_y.max()) + 1 if num_classes is None else positive_int(
+        n_cls = high + 1 if num_classes is None else positive_int(
             "num_classes", num_classes, minimum=2)
-        if all_y.max() >= n_cls:
-            raise ValueError(f"label {int(all_y.max())} >= num_classes={n_cls}")
+        if high >= n_cls:
+            raise ValueError(f"label {high} >= num_classes={n_cls}")
         device = default_device() if device is None else torch.device(device)
-        dtype = torch.float32 if dtype is None else dtype
+        return Federation(tr.split(device), te.split(device), n_cls, name)
 
-        def split(xl, yl) -> Split:
-            counts = torch.tensor([len(a) for a in yl], dtype=torch.long)
-            offsets = torch.cumsum(counts, 0) - counts
-            x = torch.as_tensor(np.concatenate(xl)).to(dtype)
-            y = torch.as_tensor(np.concatenate(yl)).long()
-            return Split(x.to(device), y.to(device), offsets.to(device), counts.to(device))
 
-        return Federation(split(parts["xtr"], parts["ytr"]), split(parts["xte"], parts["yte"]),
-                          n_cls, name)
+class _Builder:
+    """One flat split filled client by client (see :meth:`Federation.from_client_stream`)."""
+
+    def __init__(self, counts: np.ndarray, feature_shape: tuple[int, ...], dtype: torch.dtype):
+        self.counts = torch.as_tensor(counts, dtype=torch.long)
+        self.offsets = torch.cumsum(self.counts, 0) - self.counts
+        total = int(self.counts.sum())
+        self.x = torch.empty((total, *feature_shape), dtype=dtype)
+        self.y = torch.empty(total, dtype=torch.long)
+        self.low, self.high = 0, -1
+
+    def put(self, i: int, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> None:
+        o, c = int(self.offsets[i]), int(self.counts[i])
+        self.x[o:o + c] = torch.from_numpy(np.ascontiguousarray(x[rows]))
+        labels = y[rows]
+        self.y[o:o + c] = torch.from_numpy(labels.astype(np.int64, copy=False))
+        if labels.size:
+            self.low = min(self.low, int(labels.min()))
+            self.high = max(self.high, int(labels.max()))
+
+    def split(self, device: torch.device) -> Split:
+        return Split(self.x.to(device), self.y.to(device), self.offsets.to(device),
+                     self.counts.to(device))

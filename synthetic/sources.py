@@ -49,20 +49,22 @@ class DataSpec:
     size_range: tuple[int, int] | None = None
     dirichlet_alpha: float = 0.5
     train_fraction: float = 0.75
-    max_client_size: int | None = None
+    max_client_size: int | str | None = None   # an int, None/"none", or "auto"
     seed: int = 0
 
 
 def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
     """The federation described by ``spec`` (see module docstring)."""
     name, _, root = spec.data.partition(":")
+    cap = None if spec.max_client_size in (None, "none", "auto") else int(spec.max_client_size)
     if name in ("synthetic", "synthetic-iid"):
         from synthetic import fedprox
+        if spec.max_client_size == "auto":  # the paper's sizes unless they exceed 1 GiB
+            cap = fedprox.auto_client_cap(spec.num_clients, seed=spec.seed)
         return fedprox.federation(spec.alpha, spec.beta, iid=name.endswith("iid"),
                                   num_clients=spec.num_clients, seed=spec.seed,
                                   train_fraction=spec.train_fraction,
-                                  max_client_size=spec.max_client_size, device=device,
-                                  dtype=dtype)
+                                  max_client_size=cap, device=device, dtype=dtype)
     from synthetic import datasets, partition
 
     if spec.partition not in ("label-skew", "dirichlet", "iid"):
@@ -94,7 +96,7 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
         part = partition.iid_partition(x, y, num_clients=spec.num_clients, seed=spec.seed)
     return Federation.from_client_arrays(
         part.xs, part.ys, num_classes=int(y.max()) + 1, train_fraction=spec.train_fraction,
-        seed=spec.seed, max_client_size=spec.max_client_size, device=device, dtype=dtype,
+        seed=spec.seed, max_client_size=cap, device=device, dtype=dtype,
         name=f"{name}/{spec.partition}")
 
 

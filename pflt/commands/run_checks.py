@@ -45,7 +45,7 @@ def check_options(values: dict[str, Any]) -> None:
     for name in ("seed", "data_seed"):
         _int(name.replace("_", "-"), values[name], 0, SEED_MAX)
     for name in ("checkpoint_every", "max_client_size"):
-        if values.get(name) is not None:
+        if values.get(name) is not None and values.get(name) not in ("auto", "none"):
             _int(name.replace("_", "-"), values[name], 1 if name == "checkpoint_every" else 2)
     if values.get("size_range") is not None:
         sr = values["size_range"]
@@ -145,8 +145,12 @@ def memory_estimate(values: dict[str, Any]) -> int:
     item = 8 if values.get("dtype") == "float64" else 4
     if name.startswith("synthetic"):
         per = SYNTHETIC_MEAN_SIZE
-        if values.get("max_client_size"):
-            per = min(per, int(values["max_client_size"]))
+        cap = values.get("max_client_size")
+        if cap == "auto":
+            from synthetic.fedprox import auto_client_cap
+            cap = auto_client_cap(n, dim=dim, seed=int(values.get("data_seed") or 0))
+        if isinstance(cap, int):
+            per = min(per, cap)
         data = n * per * (dim * item + 8)
     else:
         data = {"digits": 1797, "mnist5k": 5000}.get(name, 70_000) * (dim * item + 8)

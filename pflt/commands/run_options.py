@@ -35,6 +35,17 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _cap(text: str):
+    """``--max-client-size``: an integer, ``auto`` or ``none``."""
+    low = str(text).strip().lower()
+    if low in ("auto", "none"):
+        return low
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, auto or none, got {text!r}")
+
+
 def _widths(text: str):
     try:
         widths = tuple(int(w) for w in str(text).split(","))
@@ -111,7 +122,10 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
                    help="label-skew: client sizes uniform in [LO, HI]")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
-    d.add_argument("--max-client-size", type=int, default=None, help="cap samples per client")
+    d.add_argument("--max-client-size", type=_cap, default="auto",
+                   help="cap samples per client, applied while drawing synthetic data: an "
+                        "integer; none (the paper's sizes); auto (default: none unless the "
+                        "synthetic features exceed 1 GiB, then the largest cap that fits)")
 
 
 def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:

@@ -94,3 +94,13 @@ def test_blocks_cover_each_sample_once_padding_only_the_last_block(sizes, size):
         assert bool(((rows >= offsets[i]) & (rows < offsets[i] + max(n, 1))).all())
         assert int((~valid[mine]).sum()) == (-(-n // size)) * size - n   # padding: last block
     assert split.blocks(size)[1] is index                             # remembered
+
+
+def test_stream_checks_the_announced_sizes():
+    xs, ys = _arrays([4, 6])
+    with pytest.raises(ValueError, match="announced"):
+        Federation.from_client_stream([4, 5], zip(xs, ys), feature_shape=(3,), device="cpu")
+    with pytest.raises(ValueError, match="3 client sizes announced, 2 clients given"):
+        Federation.from_client_stream([4, 6, 5], zip(xs, ys), feature_shape=(3,), device="cpu")
+    with pytest.raises(ValueError, match="client 1 has 1 samples"):
+        Federation.from_client_stream([4, 1], iter([]), feature_shape=(3,), device="cpu")

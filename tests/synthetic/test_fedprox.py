@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from synthetic import fedprox
 
@@ -21,12 +22,15 @@ def test_golden_seed0_matches_independent_numpy_draws():
     np.testing.assert_array_equal(ys[0], np.argmax(x0 @ w0 + b0, axis=1))
 
 
-def _reference_script(alpha, beta, iid, num_users, seed, dim=60, num_class=10):
+def _reference_script(alpha, beta, iid, num_users, seed, dim=60, num_class=10, cap=None):
     """The reference generator's draw order written out as the FedProx/pFedMe script
     does it (global-RNG calls on one RandomState, covariance diagonal by ``np.power`` in a
-    loop, labels row by row as argmax of a softmax) — independent of synthetic.fedprox."""
+    loop, labels row by row as argmax of a softmax) — independent of synthetic.fedprox.
+    ``cap``: each client draws min(n_i, cap) samples (the capped draw's definition)."""
     rs = np.random.RandomState(seed)
     samples = (rs.lognormal(4, 2, (num_users)).astype(int) + 50) * 5
+    if cap is not None:
+        samples = np.minimum(samples, cap)
     mean_w = rs.normal(0, alpha, num_users)
     mean_b = mean_w
     b_feat = rs.normal(0, beta, num_users)
@@ -120,3 +124,51 @@ def test_federation_split_fraction():
     total = fed.train.counts + fed.test.counts
     assert total.tolist() == [len(x) for x in xs]
     assert all(int(tr) == int(np.floor(0.9 * len(x))) for tr, x in zip(fed.train.counts, xs))
+
+
+def test_capped_draw_is_the_reference_order_with_smaller_sizes():
+    # the cap applies while drawing: client i draws min(n_i, cap) rows, nothing more
+    ref_x, ref_y = _reference_script(0.5, 0.5, False, 12, seed=1, cap=300)
+    xs, ys = fedprox.generate(0.5, 0.5, num_clients=12, seed=1, max_client_size=300)
+    assert max(len(x) for x in xs) == 300
+    for a, b, c, d in zip(xs, ref_x, ys, ref_y):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(c, d.astype(np.int64))
+
+
+def test_streamed_federation_equals_the_federation_of_the_drawn_arrays():
+    from synthetic.federation import Federation
+
+    for cap in (None, 400):
+        fed = fedprox.federation(0.5, 0.5, num_clients=7, seed=2, max_client_size=cap,
+                                 device="cpu")
+        xs, ys = fedprox.generate(0.5, 0.5, num_clients=7, seed=2, max_client_size=cap)
+        ref = Federation.from_client_arrays(xs, ys, num_classes=10, seed=2, device="cpu")
+        for a, b in ((fed.train, ref.train), (fed.test, ref.test)):
+            for f in ("x", "y", "offsets", "counts"):
+                assert torch.equal(getattr(a, f), getattr(b, f)), (cap, f)
+
+
+def test_federation_holds_one_client_of_float64_at_a_time():
+    # numpy memory (traced; torch's tensors are not) stays near one client's draw, while
+    # drawing every client first (the former lists) needs all of them at once
+    import tracemalloc
+
+    fedprox.federation(0.5, 0.5, num_clients=2, dim=3, device="cpu")   # one-time set-up
+    sizes = fedprox.client_sizes(100, seed=0)
+    one, every = int(sizes.max()) * 60 * 8, int(sizes.sum()) * 60 * 8
+    tracemalloc.start()
+    fedprox.federation(0.5, 0.5, num_clients=100, seed=0, device="cpu")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # a client's draw lives as normals, features and a shuffled copy (≤ 3 arrays)
+    assert peak < 3 * one <= every / 2
+
+
+def test_auto_cap_is_the_largest_that_fits():
+    sizes = fedprox.client_sizes(500, seed=0)
+    assert fedprox.auto_client_cap(500, seed=0, budget_bytes=int(sizes.sum()) * 240) is None
+    budget = int(sizes.sum()) * 240 // 4
+    cap = fedprox.auto_client_cap(500, seed=0, budget_bytes=budget)
+    fits = lambda m: np.minimum(sizes, m).sum() * 60 * 4 <= budget  # noqa: E731
+    assert fits(cap) and not fits(cap + 1)

@@ -70,3 +70,14 @@ def test_digits_out_of_the_box(tmp_path):
                  "--local-rounds", "2", "--inner-steps", "1", "--clients-per-round", "3",
                  "--partition", "iid", "--out", str(tmp_path / "d"), "--no-progress"])
     assert code == 0
+
+
+def test_max_client_size_auto_none_and_int():
+    from synthetic.sources import DataSpec, build_federation
+
+    def sizes(cap):
+        fed = build_federation(DataSpec(num_clients=6, max_client_size=cap), device="cpu")
+        return (fed.train.counts + fed.test.counts).tolist()
+    full = sizes(None)
+    assert sizes("auto") == full == sizes("none")   # 6 clients fit the 1 GiB budget
+    assert sizes(300) == [min(n, 300) for n in full] and max(full) > 300

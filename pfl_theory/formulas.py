@@ -350,7 +350,9 @@ FORMULAS: tuple[Formula, ...] = (
             "optimum iff 2/√b' > κ†.", (_PB + "select_stages", _PB + "kappa0_from_ingredients")),
     Formula("C.6", "Linear generator w_i = (1 − α) w_g + α w_{l,i}, y = ⟨w_i, x⟩ + ε", PPFE,
             "eqs. (15)–(16), §6.1", "RECONSTRUCTED",
-            "Convex combination forced by the prose (α = 0 identical, α = 1 independent); "
+            "Convex combination forced by the prose (α = 0 identical, α = 1 independent; "
+            "mixing='convex', default); mixing='variance_preserving' uses √(1−α), √α so the "
+            "marginal law of w_i does not depend on α (a Local curve flat in α, Fig. 3b). "
             "d, n, σ_ε², Σ_i, s_i are toolkit defaults (d = 50, n = 40, σ² = 0.25), NOT the "
             "paper's; ridge at every stage.",
             ("synthetic.linear.make_linear_federation", "synthetic.linear.ridge",

@@ -139,14 +139,20 @@ def server_init(alg, fed, model, seed: int) -> State:
 
 
 def engine_view(alg, state: State, fed, phase: Phase) -> ClientView:
+    """The participants' view in the batched engine (every client taking part: the state's
+    rows as they are, no copies)."""
+    whole = phase.clients.numel() == fed.num_clients
     idx = phase.clients.to(fed.device)
-    models = {k: {n: v[idx] for n, v in p.items()} for k, p in state.models.items()
+
+    def rows(v):
+        return v if whole else v[idx]
+
+    models = {k: {n: rows(v) for n, v in p.items()} for k, p in state.models.items()
               if alg.is_client_model(k)}
     server = {k: p for k, p in state.models.items()
               if not alg.is_client_model(k) and k not in alg.server_rows}
-    tensors = {k: state.tensors[k][idx] for k in alg.client_tensors}
-    batches = {k: fed.train.gather(b[:, idx]) for k, b in phase.batches.items()}
-    whole = phase.clients.numel() == fed.num_clients
+    tensors = {k: rows(state.tensors[k]) for k in alg.client_tensors}
+    batches = {k: fed.train.gather(b if whole else b[:, idx]) for k, b in phase.batches.items()}
     return ClientView(state.round, state.seed, fed.num_clients, fed.num_classes, phase.clients,
                       server, phase.payload, models, tensors, batches,
                       fed.train if whole else None, fed.test if whole else None)

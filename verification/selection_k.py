@@ -46,6 +46,7 @@ from algorithms.models import build_model
 from pfl_theory.cgpfl import select_k
 from pfl_theory.cgpfl_selection import bic_curve
 from pfl_theory.threads import set_torch_threads, single_blas_thread
+from pfl_theory.validation import positive_int
 from verification.experiments_cgpfl import CGPFL_HP
 from verification.selection_data import SelectionCase, make_case_federation
 
@@ -195,21 +196,42 @@ def run_case(case: SelectionCase, cfg: BenchConfig = FULL) -> dict:
     return {"case": asdict(case), "accuracy": acc.tolist(), "best_k": best, "records": records}
 
 
-def run_benchmark(cases, cfg: BenchConfig = FULL, *, progress: bool = False) -> list[dict]:
-    """:func:`run_case` for every case, with torch and BLAS at :func:`default_threads`
-    (``PFLT_THREADS``, default 1: these small kernels are 10–50× slower with several threads
-    on shared cores); the caller's torch thread count is restored afterwards."""
-    out = []
+def _worker_init() -> None:
+    set_torch_threads()
+
+
+def run_benchmark(cases, cfg: BenchConfig = FULL, *, progress: bool = False,
+                  jobs: int = 1) -> list[dict]:
+    """:func:`run_case` for every case (in order), with torch and BLAS at
+    :func:`default_threads` (``PFLT_THREADS``, default 1: these small kernels are 10–50×
+    slower with several threads on shared cores); the caller's torch thread count is
+    restored afterwards.  ``jobs > 1`` runs the cases in that many worker processes (same
+    results: every case is seeded on its own)."""
+    jobs = positive_int("jobs", jobs)
+    cases = list(cases)
+    out: list[dict] = []
     before = torch.get_num_threads()
+    t0 = time.time()
     try:
         set_torch_threads()
         with single_blas_thread():
-            for i, case in enumerate(cases):
-                t0 = time.time()
-                out.append(run_case(case, cfg))
-                if progress:
-                    print(f"[{i + 1}/{len(cases)}] {case.name}: best K {out[-1]['best_k']}, "
-                          f"{time.time() - t0:.1f} s", flush=True)
+            if jobs == 1:
+                results = (run_case(c, cfg) for c in cases)
+                pool = None
+            else:
+                from concurrent.futures import ProcessPoolExecutor
+
+                pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+                results = pool.map(run_case, cases, [cfg] * len(cases))
+            try:
+                for i, (case, res) in enumerate(zip(cases, results)):
+                    out.append(res)
+                    if progress:
+                        print(f"[{i + 1}/{len(cases)}] {case.name}: best K {res['best_k']}, "
+                              f"{time.time() - t0:.1f} s elapsed", flush=True)
+            finally:
+                if pool is not None:
+                    pool.shutdown()
     finally:
         torch.set_num_threads(before)
     return out
@@ -235,10 +257,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--full", action="store_true", help="the full grid (60 cases) instead of the quick 4")
     p.add_argument("--json", type=str, default=None, help="write all results to this JSON file")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="worker processes (cases run in parallel; default 1)")
     a = p.parse_args(argv)
     cases, cfg = (full_cases(), FULL) if a.full else (quick_cases(), QUICK)
     t0 = time.time()
-    res = run_benchmark(cases, cfg, progress=True)
+    res = run_benchmark(cases, cfg, progress=True, jobs=a.jobs)
     summ = summarise(res)
     if a.json:
         with open(a.json, "w") as fh:

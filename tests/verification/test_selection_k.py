@@ -22,6 +22,17 @@ def test_run_case_records():
         assert r["within1"] == (abs(r["k_hat"] - r["best_k"]) <= 1)
 
 
+def test_parallel_jobs_give_the_serial_results():
+    from verification.selection_k import run_benchmark
+
+    cfg = BenchConfig(rounds=2, seeds=1, k_cap=2, select_round=1, restarts=2)
+    cases = [SelectionCase("label", 6, 2, "equal", "easy"), SelectionCase("feature", 6, 3, "unequal", "hard")]
+    serial = run_benchmark(cases, cfg)
+    assert run_benchmark(cases, cfg, jobs=2) == serial
+    with pytest.raises(ValueError, match="jobs"):
+        run_benchmark(cases, cfg, jobs=0)
+
+
 def test_summarise_counts():
     recs = [{"selector": "bic", "k_hat": k, "best_k": 3, "exact": k == 3,
              "within1": abs(k - 3) <= 1, "acc_lost": lost}

@@ -181,7 +181,7 @@ class _CGPFLBase(Algorithm):
         clients = everyone(fed)
         labels = state.tensors["assignment"][clients.to(fed.device)]
         return Phase("train", clients, {"sgd": batches},
-                     {"omega_i0": select(state.models["context"], labels)})
+                     {"omega_i0": select(state.models["context"], labels)}, send=())
 
     def client_update(self, phase, model, view):
         """Step 2; uploads ``ω̃_{i,R}``, θ̃_i after r = 0 (for ∇G and the gap) and θ̃_i when

@@ -51,8 +51,10 @@ class Phase:
     aggregated (None: all participants); ``batches``: named mini-batch indices
     ``[R, N, B]`` into ``fed.train`` for ALL clients (a participant uses its column);
     ``payload``: per-participant inputs the server computed (leading dim = ``len(clients)``);
-    ``info``: plain JSON values sent to the clients; ``plan``: server-side memory across the
-    phases of the round (never sent)."""
+    ``info``: plain JSON values sent to the clients; ``send``: the server models the
+    participants receive (None: all but ``server_rows``; e.g. pFedHN's clients get only
+    their generated model, in the payload); ``plan``: server-side memory across the phases
+    of the round (never sent)."""
 
     name: str
     clients: torch.Tensor
@@ -60,6 +62,7 @@ class Phase:
     payload: Tree = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     uploaders: torch.Tensor | None = None
+    send: tuple[str, ...] | None = None
     plan: Any = None
 
     def upload_clients(self) -> torch.Tensor:
@@ -149,13 +152,19 @@ def engine_view(alg, state: State, fed, phase: Phase) -> ClientView:
 
     models = {k: {n: rows(v) for n, v in p.items()} for k, p in state.models.items()
               if alg.is_client_model(k)}
-    server = {k: p for k, p in state.models.items()
-              if not alg.is_client_model(k) and k not in alg.server_rows}
+    server = sent_models(alg, state, phase)
     tensors = {k: rows(state.tensors[k]) for k in alg.client_tensors}
     batches = {k: fed.train.gather(b if whole else b[:, idx]) for k, b in phase.batches.items()}
     return ClientView(state.round, state.seed, fed.num_clients, fed.num_classes, phase.clients,
                       server, phase.payload, models, tensors, batches,
                       fed.train if whole else None, fed.test if whole else None)
+
+
+def sent_models(alg, state: State, phase: Phase) -> dict[str, Params]:
+    """The server models the participants of ``phase`` receive."""
+    return {k: p for k, p in state.models.items()
+            if not alg.is_client_model(k) and k not in alg.server_rows
+            and (phase.send is None or k in phase.send)}
 
 
 def scatter_client_state(alg, state: State, clients: torch.Tensor, kept: Tree) -> State:

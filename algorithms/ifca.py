@@ -84,7 +84,7 @@ class IFCA(Algorithm):
             return {"start": select(state.models["clusters"],
                                     state.tensors["assignment"][chosen.to(fed.device)])}
         phase = train_phase(state, fed, self.local_rounds, self.batch_size, self.clients_per_round)
-        return Phase(phase.name, phase.clients, phase.batches, start(phase.clients))
+        return Phase(phase.name, phase.clients, phase.batches, start(phase.clients), send=())
 
     def client_update(self, phase, model, view):
         """``estimate``: ``ĵ(i)`` on the client's training data (uploaded); ``train``: R SGD

@@ -146,7 +146,7 @@ class PFedHN(Algorithm):
                             self.clients_per_round)
         v = state.models["embeddings"]["v"][phase.clients.to(fed.device)]
         return Phase(phase.name, phase.clients, phase.batches,
-                     {"w0": hn_forward(state.models["hypernetwork"], v)})
+                     {"w0": hn_forward(state.models["hypernetwork"], v)}, send=())
 
     def client_update(self, phase, model, view):
         """K SGD steps from the generated ``w_i^{t,0}``; uploads Δ_i = initial − final."""

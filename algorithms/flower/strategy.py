@@ -53,7 +53,7 @@ from flwr.serverapp.strategy import Result, Strategy
 from flwr.supercore import log
 
 from algorithms.base import State
-from algorithms.contract import Phase, server_init
+from algorithms.contract import Phase, sent_models, server_init
 from algorithms.flower.client import (BATCHES, INFO as INFO_KEY, KEPT, MODELS, PAYLOAD, ROUND,
                                       ROWS, SETTINGS, UPLOAD)
 from algorithms.flower.records import (Settings, counts_federation, pack, row, stack_rows,
@@ -177,7 +177,7 @@ class PFLStrategy(Strategy):
                 if k not in self.algorithm.server_rows}
 
     def _phase_messages(self, phase: Phase) -> list[Message]:
-        models = pack(self._server_models())
+        models = pack(sent_models(self.algorithm, self.state, phase))
         offsets = self.federation.train.offsets.cpu()
         uploaders = set(phase.upload_clients().tolist())
         info = json.dumps(phase.info)

@@ -6,7 +6,8 @@ function or method, and every module that imported it by name), runs the checks 
 names at quick size (seed 0) and compares each verdict with the unmutated run.  A mutant is
 **killed** when some check's verdict changes (HOLDS → FAILS, ERRATUM → HOLDS, …) or the
 check raises (ERROR); otherwise it **survives**.  ``--quick`` runs only the first named
-check of each mutant.  Prints one line per mutant, the survivors, and as last line
+check of each mutant; ``--with-tests`` also runs the fast unit tests a mutant names (pytest,
+in-process, under the same patch) and counts a failing test as a kill.  Prints one line per mutant, the survivors, and as last line
 ``mutation kill rate: K/N``.  Not part of CI's default run (a few minutes).
 """
 
@@ -86,7 +87,15 @@ def _verdict(chk: Check) -> tuple[Verdict, str]:
     return res.verdict, res.detail
 
 
-def run_mutants(mutants: Sequence[Mutant], *, quick: bool = False,
+def _tests_fail(node_ids: Sequence[str]) -> bool:
+    """Run pytest in-process on ``node_ids`` (quietly); True iff a test fails or errors."""
+    import pytest
+
+    return pytest.main(["-q", "-x", "-p", "no:cacheprovider", "--no-header", "-o",
+                        "addopts=", *node_ids]) != 0
+
+
+def run_mutants(mutants: Sequence[Mutant], *, quick: bool = False, with_tests: bool = False,
                 checks: dict[str, Check] | None = None, echo: bool = True
                 ) -> list[MutantResult]:
     """Run each mutant against its checks; baseline verdicts computed once per check."""
@@ -111,6 +120,10 @@ def run_mutants(mutants: Sequence[Mutant], *, quick: bool = False,
                 v, _ = _verdict(checks[cid])
                 if v is not baseline[cid]:
                     changes.append(f"{cid}: {baseline[cid].value} → {v.value}")
+            if with_tests and not changes and m.tests:
+                with contextlib.redirect_stdout(sys.stderr):
+                    if _tests_fail(m.tests):
+                        changes.append(f"tests fail: {', '.join(m.tests)}")
         _clear_caches()
         r = MutantResult(m, bool(changes), tuple(changes), time.perf_counter() - start)
         out.append(r)
@@ -126,12 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="only the first check of each mutant")
     ap.add_argument("--only", default=None, help="glob on mutant names")
+    ap.add_argument("--with-tests", action="store_true",
+                    help="also run each mutant's named unit tests (kills count)")
     args = ap.parse_args(argv)
     mutants = [m for m in CATALOGUE if args.only is None or fnmatch.fnmatchcase(m.name, args.only)]
     if not mutants:
         print(f"--only {args.only!r} matches no mutant", file=sys.stderr)
         return 2
-    results = run_mutants(mutants, quick=args.quick)
+    results = run_mutants(mutants, quick=args.quick, with_tests=args.with_tests)
     survivors = [r.mutant.name for r in results if not r.killed]
     print(f"survivors: {', '.join(survivors) if survivors else 'none'}")
     for name in survivors:

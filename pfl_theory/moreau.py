@@ -322,5 +322,13 @@ def moreau_constants(*, lam: float, mu: float = 0.0, L: float | None = None,
                              f"2L={2 * L}")
     elif L is not None:
         nonnegative("L", L)
-    mu_F = lam * mu / (lam + mu)
-    return MoreauConstants(L_F=lam, mu_F=mu_F, kappa_F=lam / mu_F if mu_F > 0 else math.inf)
+    if mu == 0:
+        return MoreauConstants(L_F=lam, mu_F=0.0, kappa_F=math.inf)
+    # λμ/(λ + μ) and κ_F = 1 + λ/μ in forms whose intermediates never overflow (λ, μ up to
+    # 1e308 or down to 1e-308); a result outside float64 is an error, not inf/0
+    mu_F = mu / (1.0 + mu / lam) if mu <= lam else lam / (1.0 + lam / mu)
+    kappa_F = 1.0 + lam / mu
+    if mu_F == 0 or not math.isfinite(kappa_F):
+        raise ValueError(f"mu_F = lam*mu/(lam+mu) or kappa_F = 1 + lam/mu leaves float64 "
+                         f"for lam={lam!r}, mu={mu!r}")
+    return MoreauConstants(L_F=lam, mu_F=mu_F, kappa_F=kappa_F)

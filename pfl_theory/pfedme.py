@@ -97,13 +97,20 @@ def lemma1_delta_sq(*, lam: float, gamma_f_sq: float, batch_size: int, nu: float
         if lam <= L:
             raise ValueError(f"Lemma 1 (non-convex case) needs lam > L: lam={lam}, L={L}")
         denom = lam - L
-    return 2.0 / denom ** 2 * (noise + nu)
+    value = 2.0 * (noise + nu) / denom / denom  # no under/overflow of denom² alone
+    if not math.isfinite(value):
+        raise ValueError(f"delta² = 2(gamma_f²/|D| + nu)/denominator² leaves float64 "
+                         f"(denominator {denom!r})")
+    return value
 
 
 # ---------------------------------------------------------------------------- Lemma 2
 def gradient_diversity(grads: Any) -> float:
     """(1/N) Σᵢ ‖gᵢ − ḡ‖² for per-client gradients ``grads`` [N, d] (LHS of Lemma 2, A3)."""
     g = finite_array("grads", grads, ndim=2)
+    if g.shape[0] == 0 or g.shape[1] == 0:
+        raise ValueError(f"grads must hold at least one client and one coordinate, got shape "
+                         f"{g.shape}")
     return float(((g - g.mean(0)) ** 2).sum(1).mean())
 
 

@@ -52,6 +52,9 @@ def theorem7_terms(stage_widths: Sequence[Sequence[int]], *, sizes: Sequence[int
     Symbols: T = len(``stage_widths``), L = depth, n_i = ``sizes`` (N = len), n̄ harmonic mean
     (Lemma 8), δ = ``delta``.  ``depth_factor=False`` folds L into the constant (the paper
     may do so: "constants depend at most linearly on depth")."""
+    if len(stage_widths) == 0 or any(len(w) < 2 for w in stage_widths):
+        raise ValueError("stage_widths must list, for each of T >= 1 stages, the layer widths "
+                         "(input, ..., output)")
     n_bar, n_clients = harmonic_mean_size(sizes), len(sizes)
     d = in_open_unit("delta", delta)
     sh, pe = stage_parameter_counts(stage_widths)
@@ -156,8 +159,8 @@ def boosting_bias_bound(gamma: float, num_stages: float | np.ndarray) -> np.ndar
     2018, Thm 6.1): γ = weak-learning edge (ε_t ≤ ½ − γ), T = ``num_stages``."""
     g = in_range("gamma", gamma, 0.0, 0.5, closed=False)
     t = np.asarray(num_stages, dtype=np.float64)
-    if np.any(t < 0):
-        raise ValueError("num_stages must be >= 0")
+    if t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ValueError(f"num_stages must be finite and >= 0, got {num_stages!r}")
     out = np.exp(-2 * g * g * t)
     return float(out) if out.ndim == 0 else out
 
@@ -220,6 +223,11 @@ def select_stages(*, gamma: float, kappa0: float, n: float, t_max: int) -> Stage
     g = in_range("gamma", gamma, 0.0, 0.5, closed=False)
     k0, nn = positive("kappa0", kappa0), positive("n", n)
     tm = positive_int("t_max", t_max)
+    if tm > 10**7:
+        raise ValueError(f"t_max must be at most 1e7 (one bound value per T), got {tm}")
+    if not 0 < k0 * k0 / (2 * g * g * nn) < math.inf:
+        raise ValueError(f"b' = kappa0²/(2 gamma² n) leaves float64 for kappa0={kappa0!r}, "
+                         f"gamma={gamma!r}, n={n!r}")
     b_prime = k0 ** 2 / (2 * g * g * nn)
     res = lemma9_minimize(1.0, b_prime, 1.0)
     t_cont = res.u_star / (2 * g * g)

@@ -109,11 +109,19 @@ def lemma5_composition(log_cover_g: float, log_cover_f: float, *, eps_g: float, 
                                                                           log_cover_f)
 
 
+#: largest number of points :func:`alpha_grid` builds (8 bytes each: 80 MB)
+MAX_GRID = 10**7
+
+
 def alpha_grid(coef_bound: float, eps_alpha: float) -> np.ndarray:
     """Grid of mesh 2ε_α on [−A, A] with ⌈A/ε_α⌉ + 1 points (Lemma 6 proof): every
     α ∈ [−A, A] is within ε_α of a point."""
     a, e = positive("coef_bound", coef_bound), positive("eps_alpha", eps_alpha)
-    k = math.ceil(a / e)
+    ratio = a / e
+    if not ratio <= MAX_GRID:
+        raise ValueError(f"alpha_grid: coef_bound/eps_alpha = {ratio:.3g} would need more than "
+                         f"{MAX_GRID:.0e} grid points")
+    k = math.ceil(ratio)
     return np.linspace(-a, a, k + 1) if k > 0 else np.zeros(1)
 
 
@@ -121,6 +129,8 @@ def lemma6_cover_radius(eps: Sequence[float], eps_alpha: float, *, coef_bound: f
                         output_bound: float) -> float:
     """Lemma 6 of PPFE (§C.5.8, eq. 22): radius A Σ_t ε_t + T B_h ε_α of the product cover."""
     e = np.asarray([positive(f"eps[{t}]", v) for t, v in enumerate(eps)])
+    if e.size == 0:
+        raise ValueError("eps must hold one radius per stage (got none)")
     return float(positive("coef_bound", coef_bound) * e.sum()
                  + e.size * nonnegative("output_bound", output_bound) * positive("eps_alpha", eps_alpha))
 
@@ -128,8 +138,11 @@ def lemma6_cover_radius(eps: Sequence[float], eps_alpha: float, *, coef_bound: f
 def lemma6_log_cover_size(log_covers: Sequence[float], eps_alpha: float, *,
                           coef_bound: float) -> float:
     """Lemma 6 (eq. 22): log of Π_t |C_t| · (⌈A/ε_α⌉ + 1)^T."""
-    t = len(log_covers)
-    return float(sum(log_covers)) + t * math.log(math.ceil(
+    logs = [nonnegative(f"log_covers[{i}]", v) for i, v in enumerate(log_covers)]
+    if not logs:
+        raise ValueError("log_covers must hold one log cover size per stage (got none)")
+    t = len(logs)
+    return float(sum(logs)) + t * math.log(math.ceil(
         positive("coef_bound", coef_bound) / positive("eps_alpha", eps_alpha)) + 1)
 
 

@@ -118,10 +118,38 @@ def _sample_counts(args, n: int, info: dict) -> tuple[object, str]:
     return float(SAMPLES_PER_CLIENT_DEFAULT * n), f"default {SAMPLES_PER_CLIENT_DEFAULT} per client"
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Input errors before anything is allocated (issue 18): finite numbers, bounded
+    integers, and a planted set that fits in memory."""
+    import math
+
+    from pflt.commands.run_checks import available_memory
+
+    for name in ("separation", "noise", "mu", "m"):
+        v = getattr(args, name, None)
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise UserError(f"--{name} must be a finite number >= 0, got {v!r}")
+    if not 1 <= args.restarts <= 10_000:
+        raise UserError(f"--restarts must lie in [1, 10000], got {args.restarts}")
+    if not 0 <= args.seed <= 2**32 - 1:
+        raise UserError(f"--seed must lie in [0, 2**32 - 1], got {args.seed}")
+    if args.planted is not None:
+        try:
+            n, k0, d = (int(v) for v in args.planted.split(","))
+        except ValueError:
+            raise UserError(f"--planted must be three integers N,K0,d, got "
+                            f"{args.planted!r}") from None
+        need, have = 8 * 4 * n * d, available_memory("cpu")
+        if n < 1 or d < 1 or (have is not None and need > have):
+            raise UserError(f"--planted {args.planted}: N and d must be >= 1 and the models "
+                            f"(about {need / 2**30:.3g} GiB with k-means) must fit in memory")
+
+
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.cgpfl import select_k
     from pfl_theory.cgpfl_selection import bic_curve
 
+    check_inputs(args)
     x, planted, info = _models(args)
     n = x.shape[0]
     m, m_source = _sample_counts(args, n, info)

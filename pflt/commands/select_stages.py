@@ -78,6 +78,12 @@ def _from_run(path: Path) -> dict:
 def run(args: argparse.Namespace) -> int:
     from pflt.cli import UserError
 
+    import math
+
+    for name in ("kappa0", "loss_bound", "coef_bound", "eps_alpha", "n", "gamma"):
+        v = getattr(args, name, None)
+        if v is not None and not math.isfinite(v):
+            raise UserError(f"--{name.replace('_', '-')} must be finite, got {v!r}")
     inputs = _from_run(args.from_run) if args.from_run is not None else {}
     if args.gamma is not None:
         inputs.update(gamma=args.gamma, gamma_source="--gamma")

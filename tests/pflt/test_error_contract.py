@@ -1,0 +1,155 @@
+"""The error contract of the CLI (issue 18): every anticipated user error is one line on
+stderr, ``pflt <command>: error: …``, exit code 2, no traceback; nothing is silently
+recorded differently from what ran."""
+
+import json
+
+import pytest
+
+from pflt.cli import main
+
+TINY = ["--clients", "10", "--rounds", "1", "--max-client-size", "30", "--no-progress"]
+
+
+def _one_line_exit_2(argv, capsys, expected):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip() and "error" in ln]
+    assert code == 2, err
+    assert len(lines) == 1 and expected in lines[0], err
+    assert "Traceback" not in err
+
+
+RUN_ERRORS = [
+    (["--device", "cuda:99"], "--device"),
+    (["--device", "banana"], "--device"),
+    (["--threads", "0"], "--threads"),
+    (["--threads", "100000"], "--threads"),
+    (["--clients", "99999999999999999999999"], "--clients"),
+    (["--clients", "50000000"], "GiB"),
+    (["--batch-size", "2000000000"], "GiB"),
+    (["--hidden", "0", "--model", "dnn"], "--hidden"),
+    (["--hidden", "-3", "--model", "mlp"], "--hidden"),
+    (["--hidden", "8", "--model", "mlr"], "does not apply"),
+    (["--hidden", "8,8", "--model", "dnn"], "one --hidden"),
+    (["--seed", "-1"], "--seed"),
+    (["--seed", "1" + "0" * 30], "--seed"),
+    (["--data-seed", "-5"], "--data-seed"),
+    (["--l2", "nan"], "--l2"),
+    (["--rounds", "0"], "--rounds"),
+    (["--eval-every", "0"], "--eval-every"),
+    (["--checkpoint-every", "0"], "--checkpoint-every"),
+    (["--lr", "inf", "--algorithm", "fedavg"], "lr"),
+    (["--local-rounds", "99999999999999"], "too large"),
+    (["--clients", "abc"], "invalid int"),
+    (["--dtype", "float16"], "invalid choice"),
+    (["--model", "resnet"], "invalid choice"),
+    (["--algorithm", "plgu-grep", "--model", "mlr"], "representation layer"),
+    (["--data", "digits", "--clients", "2000"], "cannot feed"),
+    (["--size-range", "10", "5", "--data", "digits"], "LO <= HI"),
+]
+
+
+@pytest.mark.parametrize("extra,expected", RUN_ERRORS, ids=[" ".join(e) for e, _ in RUN_ERRORS])
+def test_run_user_errors_are_one_line_exit_2(extra, expected, tmp_path, capsys):
+    _one_line_exit_2(["run", "--out", str(tmp_path / "o"), *TINY, *extra], capsys, expected)
+
+
+TOML_ERRORS = [
+    ('dtype = "float16"', "invalid choice"),
+    ('model = "resnet"', "invalid choice"),
+    ("rounds = 2.5", "invalid int"),
+    ("rounds = true", "invalid value"),
+    ('rounds = "many"', "invalid int"),
+    ("clients = [1, 2]", "single value"),
+    ("hidden = 0\nmodel = \"dnn\"", "--hidden"),
+    ("no_progress = 3", "true or false"),
+    ("size_range = [1]", "list of 2"),
+    ("[hyperparameters]\nlam = \"big\"", "invalid float"),
+    ("[hyperparameters]\nlam = -1", "lam must be > 0"),
+    ("bogus = 1", "unknown key"),
+    ("rounds = [", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TOML_ERRORS, ids=[t for t, _ in TOML_ERRORS])
+def test_toml_values_are_validated_like_the_command_line(text, expected, tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text + "\n")
+    _one_line_exit_2(["run", "--config", str(cfg), "--out", str(tmp_path / "o"), *TINY],
+                     capsys, expected)
+
+
+def test_config_and_out_of_the_wrong_kind(tmp_path, capsys):
+    _one_line_exit_2(["run", "--config", str(tmp_path), "--out", str(tmp_path / "o"), *TINY],
+                     capsys, "not a file")
+    (tmp_path / "file").write_text("x")
+    _one_line_exit_2(["run", "--out", str(tmp_path / "file"), *TINY], capsys,
+                     "not a directory")
+    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe\x00")
+    _one_line_exit_2(["run", "--config", str(tmp_path / "binary.toml"), *TINY], capsys,
+                     "UTF-8")
+    _one_line_exit_2(["run", "--resume", str(tmp_path / "file")], capsys, "run_options")
+
+
+def test_toml_dtype_float64_is_what_runs_and_is_recorded(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('dtype = "float64"\n')
+    out = tmp_path / "o"
+    assert main(["run", "--config", str(cfg), "--out", str(out), *TINY]) == 0
+    hist = json.loads((out / "history.json").read_text())
+    assert hist["config"]["dtype"] == "torch.float64"
+    assert json.loads((out / "run_options.json").read_text())["dtype"] == "float64"
+
+
+SWEEP_ERRORS = [
+    ("[sweep]\nseed = 3", "non-empty list"),
+    ("[sweep]\nout = [\"/tmp/elsewhere\"]", "cannot set out"),
+    ('out = "/tmp/elsewhere"\n[sweep]\nseed = [0]', "cannot be set"),
+    ("[sweep]\nrounds = [\"x\"]", "invalid int"),
+    ("[sweep]\nnope = [1]", "unknown option"),
+    ("sweep = 3", "table of lists"),
+    ("[sweep", "not valid TOML"),
+    ("rounds = 1", "no [sweep]"),
+]
+
+
+@pytest.mark.parametrize("text,expected", SWEEP_ERRORS, ids=[t for t, _ in SWEEP_ERRORS])
+def test_malformed_sweep_files_are_one_line_errors(text, expected, tmp_path, capsys):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(text + "\n")
+    _one_line_exit_2(["sweep", str(cfg), "--out", str(tmp_path / "sw"), "--no-progress"],
+                     capsys, expected)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+SELECT_ERRORS = [
+    (["select-k", "--planted", "100000000,3,1000000"], "fit in memory"),
+    (["select-k", "--planted", "20,3,5", "--restarts", "999999999999"], "--restarts"),
+    (["select-k", "--planted", "20,3,5", "--separation", "inf"], "--separation"),
+    (["select-k", "--planted", "20,3,5", "--mu", "1e308"], "overflow"),
+    (["select-stages", "--gamma", "0.1", "--n", "100", "--kappa0", "1e300"], "float64"),
+    (["select-stages", "--gamma", "0.1", "--n", "100", "--t-max", "99999999999999"], "t_max"),
+    (["select-stages", "--gamma", "nan", "--n", "100"], "gamma"),
+]
+
+
+@pytest.mark.parametrize("argv,expected", SELECT_ERRORS, ids=[" ".join(a) for a, _ in SELECT_ERRORS])
+def test_selection_inputs_that_overflow_are_one_line_errors(argv, expected, capsys):
+    _one_line_exit_2(argv, capsys, expected)
+
+
+def test_unanticipated_exception_keeps_its_traceback(monkeypatch):
+    """A bug (here a RuntimeError raised inside a sub-command) is not turned into a user
+    error."""
+    import pflt.commands.run as run_cmd
+
+    def boom(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(run_cmd, "run", boom)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["run", "--no-progress"])

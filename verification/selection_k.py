@@ -16,9 +16,13 @@ the personalized models θ̃_i of the K = 1 run (pFedMe) after ``select_round`` 
 * ``peer`` — leave-one-out validation of the contexts: for each K, client i's context model
   is the sample-weighted mean of the *other* members' models θ̃_j of its cluster (the K = 1
   leave-one-out mean if it is alone), scored on client i's own training data, which those
-  models never saw; K̂ maximises the pooled accuracy (smallest K on ties).  It asks what
-  CGPFL's pooling does — do my context peers' models fit my data? — at the price of one
-  evaluation per K, no extra training and no held-out split.
+  models were not fitted to; K̂ maximises the pooled accuracy (smallest K on ties).  It asks
+  what CGPFL's pooling does — do my context peers' models fit my data? — at the price of one
+  evaluation per K, no extra training and no held-out split.  Two leaks remain: the peers
+  share the global model trained on everyone, and client i's cluster was chosen with θ̃_i
+  itself, so the score favours peers that happen to resemble i and over-selects K (seen on
+  the benchmark); a split of each client's data would remove the second at the price of a
+  second warm-up run.
 * ``peer_1se`` — the same curve with the one-standard-error rule: the smallest K within one
   binomial standard error √(p(1−p)/n) of the maximum.
 * ``grid_other_seed`` (reference, not a cheap selector) — the best K of the full K grid

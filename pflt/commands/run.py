@@ -73,7 +73,13 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     spec = opts.data_spec(options)
     dtype = torch.float64 if options["dtype"] == "float64" else torch.float32
     check_memory(options)
-    fed = build_federation(spec, device=options["device"], dtype=dtype)
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite data are reported below
+        fed = build_federation(spec, device=options["device"], dtype=dtype)
+    if not (bool(torch.isfinite(fed.train.x).all()) and bool(torch.isfinite(fed.test.x).all())):
+        raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
+                        "(--synthetic-alpha/--synthetic-beta too large?)")
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
     if options.get("model_chosen"):
         print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "

@@ -247,7 +247,8 @@ def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
         if dest not in valid and f"hp_{dest}" in valid:
             dest = f"hp_{dest}"
         if dest not in valid or dest in ("config", "resume"):
-            raise UserError(f"unknown key {key!r} in {path}")
+            shown = key[3:] + " in [hyperparameters]" if key.startswith("hp_") else key
+            raise UserError(f"unknown key {shown!r} in {path}")
         out[dest] = coerce(dest, value, actions.get(dest), str(path))
     return out
 

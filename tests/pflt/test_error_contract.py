@@ -50,6 +50,7 @@ RUN_ERRORS = [
     (["--algorithm", "plgu-grep", "--model", "mlr"], "representation layer"),
     (["--data", "digits", "--clients", "2000"], "cannot feed"),
     (["--size-range", "10", "5", "--data", "digits"], "LO <= HI"),
+    (["--synthetic-beta", "1e308"], "NaN or inf"),
 ]
 
 
@@ -71,6 +72,7 @@ TOML_ERRORS = [
     ("[hyperparameters]\nlam = \"big\"", "invalid float"),
     ("[hyperparameters]\nlam = -1", "lam must be > 0"),
     ("bogus = 1", "unknown key"),
+    ("[hyperparameters]\nnope = 1", "'nope in [hyperparameters]'"),
     ("rounds = [", "not valid TOML"),
 ]
 

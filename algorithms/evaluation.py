@@ -49,15 +49,15 @@ def _row_metrics(logits: torch.Tensor, y: torch.Tensor, rank: torch.Tensor
 
     The loss is ``−log_softmax[y]``; the prediction is the *first* class at the maximum
     (``torch.argmax``'s tie rule: an all-equal row predicts class 0), found exactly as
-    the largest ``(sign(logit − max) + 1)·(C − j)``.  Every step reduces over the class
+    the largest ``C·sign(logit − max) + (C − j)``.  Every step reduces over the class
     axis with the rows contiguous, which vectorises (over a last axis of length C it does
     not: ``log_softmax`` there is ~20× slower)."""
     g, k, c, rows = logits.shape
-    yk = y.expand(g, k, 1, rows)
-    ce = torch.log_softmax(logits, 2).gather(2, yk).neg_()
+    ce = torch.log_softmax(logits, 2).gather(2, y.expand(g, k, 1, rows)).neg_()
     top = logits.amax(2, keepdim=True)
-    first = logits.sub_(top).sign_().add_(1).mul_(rank).amax(2, keepdim=True)
-    return first == (c - yk).to(first.dtype), ce
+    # (C − j) where logit = max, ≤ 0 elsewhere: sign(logit − max)·C + (C − j)
+    first = torch.add(rank, logits.sub_(top).sign_(), alpha=c).amax(2, keepdim=True)
+    return first == (c - y).to(first.dtype), ce
 
 
 def block_size(counts: torch.Tensor, row_floats: int, param_floats: int) -> int:

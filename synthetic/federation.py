@@ -28,6 +28,27 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def resolve_device(device=None) -> torch.device:
+    """``None``: :func:`default_device`; ``"cpu"``, ``"cuda"``, ``"cuda:K"`` (or a
+    ``torch.device``): that device if this machine has it, else a one-line ``ValueError``."""
+    if device is None:
+        return default_device()
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device must be cpu or cuda[:K], got {device!r}") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {str(device)!r}: CUDA is not available on this machine "
+                             "(use cpu)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device {str(device)!r}: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s)")
+    elif dev.type != "cpu":
+        raise ValueError(f"device must be cpu or cuda[:K], got {device!r}")
+    return dev
+
+
 @dataclass(frozen=True)
 class Split:
     """One split (train or test): flat data with per-client offsets and counts."""
@@ -203,7 +224,7 @@ class Federation:
             "num_classes", num_classes, minimum=2)
         if high >= n_cls:
             raise ValueError(f"label {high} >= num_classes={n_cls}")
-        device = default_device() if device is None else torch.device(device)
+        device = resolve_device(device)
         return Federation(tr.split(device), te.split(device), n_cls, name)
 
 

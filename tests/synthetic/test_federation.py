@@ -104,3 +104,23 @@ def test_stream_checks_the_announced_sizes():
         Federation.from_client_stream([4, 6, 5], zip(xs, ys), feature_shape=(3,), device="cpu")
     with pytest.raises(ValueError, match="client 1 has 1 samples"):
         Federation.from_client_stream([4, 1], iter([]), feature_shape=(3,), device="cpu")
+
+
+def test_resolve_device():
+    from synthetic.federation import resolve_device
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(None).type in ("cpu", "cuda")
+    with pytest.raises(ValueError, match="cpu or cuda"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            resolve_device("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_federation_built_on_cpu_and_moved_once_to_cuda():
+    xs, ys = _arrays([4, 6])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cuda")
+    ref = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    assert fed.device.type == "cuda" and torch.equal(fed.train.x.cpu(), ref.train.x)

@@ -147,3 +147,17 @@ def test_data_seed_is_fixed_while_the_training_seed_varies(tmp_path):
     x0, x1, xd = (build_federation(data_spec(o), device="cpu").train.x for o in (o0, o1, od))
     assert torch.equal(x0, x1) and (x0.shape != xd.shape or not torch.equal(x0, xd))
     assert h0["initial_evaluation"] != h1["initial_evaluation"]
+
+
+def test_run_saved_before_data_seed_existed_resumes_on_its_own_data(tmp_path):
+    """Old run_options.json (no data_seed): the data came from --seed, so resume uses it."""
+    out = tmp_path / "o"
+    assert main(["run", "--out", str(out), "--rounds", "1", "--seed", "3", "--data-seed", "3",
+                 "--checkpoint-every", "1", *TINY]) == 0
+    saved = json.loads((out / "run_options.json").read_text())
+    for key in ("data_seed", "class_assignment", "replace"):
+        del saved[key]
+    (out / "run_options.json").write_text(json.dumps(saved))
+    assert main(["run", "--resume", str(out), "--rounds", "2"]) == 0
+    resumed = json.loads((out / "run_options.json").read_text())
+    assert resumed["data_seed"] == 3 and resumed["class_assignment"] == "random"

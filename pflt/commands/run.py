@@ -68,8 +68,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
 
     out = Path(options["out"])
     algorithm = get_algorithm(options["algorithm"])(**options["hyperparameters"])
-    if options.get("threads"):
-        torch.set_num_threads(options["threads"])
+    from pfl_theory.threads import run_threads
+    torch.set_num_threads(options.get("threads") or run_threads(options["clients"]))
     spec = opts.data_spec(options)
     dtype = torch.float64 if options["dtype"] == "float64" else torch.float32
     check_memory(options)

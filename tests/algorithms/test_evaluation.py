@@ -130,3 +130,46 @@ def test_bad_leading_dimension():
     model = MLR(5, 4)
     with pytest.raises(ValueError, match="leading dimension"):
         evaluate_models(model, {"m": model.init(2, dtype=torch.float64)}, fed.test)
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@cuda
+def test_cuda_evaluation_equals_cpu():
+    fed = _federation()
+    model = MLR(5, 4)
+    models = {"p": model.init(fed.num_clients, seed=1, dtype=torch.float64, same=False),
+              "g": model.init(1, seed=2, dtype=torch.float64)}
+    cpu = evaluate_models(model, models, fed.test)
+    dev = evaluate_models(model, {k: {n: v.cuda() for n, v in p.items()} for k, p in models.items()},
+                          fed.to("cuda").test)
+    for k in models:
+        torch.testing.assert_close(dev[k][0].cpu(), cpu[k][0], rtol=0, atol=1e-12)
+        torch.testing.assert_close(dev[k][1].cpu(), cpu[k][1], rtol=1e-10, atol=1e-10)
+
+
+@cuda
+def test_cuda_pfedme_round_syncs_do_not_grow_with_steps():
+    # no host synchronisation per client or per step: the number of syncs in a round is
+    # the same for R = 1 and R = 8 local rounds (K = 5 steps each)
+    import warnings
+
+    from algorithms.pfedme import PFedMe
+
+    fed = _federation().to("cuda", torch.float32)
+    model = MLR(5, 4)
+
+    def syncs(rounds):
+        alg = PFedMe(local_rounds=rounds, clients_per_round=2)
+        state = alg.init(fed, model, 0)
+        alg.round(state, fed, model)            # warm-up (lazy CUDA initialisation)
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                alg.round(state, fed, model)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return len(caught)
+    assert syncs(1) == syncs(8)

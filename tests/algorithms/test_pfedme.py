@@ -145,3 +145,23 @@ def test_bad_hyperparameters(kwargs):
 def test_more_sampled_than_clients_is_an_error(small_fed):
     with pytest.raises(ValueError, match="clients_per_round"):
         PFedMe(clients_per_round=7).init(small_fed, MLR(10, 4), 0)
+
+
+def test_client_tiles_give_the_same_round(monkeypatch):
+    # local training runs in tiles of CLIENT_TILE clients; tiling must not change a number
+    import algorithms.pfedme as pfedme_module
+    from algorithms.models import MLR
+    from algorithms.pfedme import PFedMe
+    from synthetic import fedprox
+
+    fed = fedprox.federation(0.5, 0.5, num_clients=7, dim=6, num_classes=3, seed=0,
+                             size_multiplier=1, device="cpu", dtype=torch.float64)
+    model = MLR(6, 3)
+    alg = PFedMe(local_rounds=3, clients_per_round=3)
+    state = alg.init(fed, model, 0)
+    whole = alg.round(state, fed, model)
+    monkeypatch.setattr(pfedme_module, "CLIENT_TILE", 3)   # tiles of 3, 3 and 1 clients
+    tiled = alg.round(state, fed, model)
+    for name, params in whole.models.items():
+        for k, v in params.items():
+            assert torch.equal(tiled.models[name][k], v), (name, k)

@@ -16,17 +16,19 @@ N        idle, 1 thread  idle, 2 threads loaded, 1 thread  loaded, 2 threads
 10       0.0108          0.0107          0.037             0.050
 100      0.043           0.030           0.122             0.046
 1000     0.55            0.33            0.60              0.34
-10000    —               —               7.7               4.2
+10000    6.99            4.02            7.7               4.2
 =======  ==============  ==============  ================  ================
 
 (idle: load average 1.3; loaded: 3–6 from other sessions.)  The minima hide the failure
-that made one thread the default: with the cores oversubscribed, a two-thread kernel waits
-at every barrier for a thread the scheduler has parked — in the loaded run the engine's
-per-step product (100 × [10,60]@[60,20]) fell from 40 to 0.1 GFLOP/s at 2 threads, and a
-user saw a whole run take 79 s at torch's default (2 threads) against 35 s at one.  Below
-``RUN_MULTI_THREAD_CLIENTS`` clients a round is tens of milliseconds of such small kernels,
-so the default stays at one thread (at most 1.4× lost when idle); from there on the
-kernels are large and two threads gave 1.7–1.8× idle and loaded.
+that decides the default: with the cores oversubscribed, a two-thread kernel waits at every
+barrier for a thread the scheduler has parked.  In the loaded run the engine's per-step
+product (100 × [10,60]@[60,20]) fell from 40 to 0.1 GFLOP/s at 2 threads; a user saw a
+run take 79 s at torch's default (2 threads) against 35 s at one; and ``pflt run
+--clients 10000 --rounds 3`` at load average ~3 took 33–80 s per round with 2 threads
+against 5.7 s with one (idle, before pFedMe's client tiles: 4.1 s with 2 threads).  Two threads gain at most 1.4–1.8×
+when the machine is idle and lose 6–14× when it is shared, so ``pflt run`` defaults to
+one thread at every N (:func:`run_threads`); ``--threads 2`` / ``PFLT_THREADS=2`` is worth
+it on a machine of one's own from ~1000 clients on.
 """
 
 from __future__ import annotations
@@ -47,18 +49,13 @@ def default_threads() -> int:
     return n
 
 
-#: from this many clients on, ``pflt run`` uses two threads by default (module doc)
-RUN_MULTI_THREAD_CLIENTS = 1000
-
-
 def run_threads(num_clients: int) -> int:
-    """``pflt run``'s default thread count: ``PFLT_THREADS`` if set; else 1 below
-    ``RUN_MULTI_THREAD_CLIENTS`` clients, else ``min(2, CPUs)`` (measured, module doc)."""
-    if "PFLT_THREADS" in os.environ:
-        return default_threads()
-    if num_clients < RUN_MULTI_THREAD_CLIENTS:
-        return 1
-    return max(1, min(2, os.cpu_count() or 1))
+    """``pflt run``'s default thread count: ``PFLT_THREADS`` if set, else 1 at every
+    ``num_clients`` (measured, module doc: a second thread gains ≤ 1.8× idle and loses
+    6–14× on a shared machine)."""
+    if int(num_clients) < 1:
+        raise ValueError(f"num_clients must be >= 1, got {num_clients}")
+    return default_threads()
 
 
 def set_torch_threads(n: int | None = None) -> int:

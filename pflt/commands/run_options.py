@@ -102,8 +102,8 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     g.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="float type")
     g.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: PFLT_THREADS, else 1 below 1000 clients and "
-                        "2 from there on — measured, see pfl_theory/threads.py)")
+                   help="torch CPU threads (default: PFLT_THREADS, else 1 — measured on a "
+                        "shared 2-core machine, see pfl_theory/threads.py)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     d = p.add_argument_group("data")
     d.add_argument("--data", default="synthetic",

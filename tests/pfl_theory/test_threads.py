@@ -30,13 +30,11 @@ def test_single_blas_thread_is_a_context_manager():
     assert np.allclose(a, 1.0)
 
 
-def test_run_threads_by_clients(monkeypatch):
+def test_run_threads_default_is_one_thread(monkeypatch):
+    # measured (pfl_theory/threads.py): one thread at every N unless PFLT_THREADS says more
     monkeypatch.delenv("PFLT_THREADS", raising=False)
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
-    assert threads.run_threads(100) == 1
-    assert threads.run_threads(threads.RUN_MULTI_THREAD_CLIENTS - 1) == 1
-    assert threads.run_threads(threads.RUN_MULTI_THREAD_CLIENTS) == 2
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 1)
-    assert threads.run_threads(10_000) == 1
-    monkeypatch.setenv("PFLT_THREADS", "3")
-    assert threads.run_threads(100) == 3 and threads.run_threads(10_000) == 3
+    assert threads.run_threads(10) == threads.run_threads(10_000) == 1
+    monkeypatch.setenv("PFLT_THREADS", "2")
+    assert threads.run_threads(100) == 2
+    with pytest.raises(ValueError, match="num_clients"):
+        threads.run_threads(0)

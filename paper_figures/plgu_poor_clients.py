@@ -2,11 +2,8 @@
 poorest clients on a label-skewed federation?
 
 PLGU — Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
-Learning?* (CVPR 2023); docs/formulas.md §D.5–D.9.  Toolkit setting, NOT the paper's (CIFAR with
-ResNets): a Synthetic(0, 0) IID pool (FedProx generator, 30-d, labels argmax(xW + b)) reduced
-to its 8 largest classes, each capped at ``CAP`` samples, split by
-:func:`synthetic.partition.label_skew_partition` into N clients with 3 classes each (sizes
-U{40..100}, 75/25 train/test); a 4-layer MLP (L = 4, so D ∈ {0..4}); S = 25 clients per round.
+Learning?* (CVPR 2023); docs/formulas.md §D.5–D.9.  The setting (data, model, methods and
+their hyper-parameters) is :mod:`verification.experiments_plgu`'s.
 Quick: N = 50, 40 rounds, one seed, D ∈ {0, 2, 4}; full: N = 100, 120 rounds, 3 seeds, D ∈ {0..4}.
 
 Writes
@@ -17,9 +14,6 @@ Writes
   worst / best ⌈0.05 N⌉ clients, §D.9 choice), mean ± sd over seeds;
 * ``plgu_effect_of_D.png/.csv`` — PLGU-LF's three numbers against D (Fig. 5 analogue).
 
-Every method uses the same lr 0.2, K = 10 local steps of batch 20 (FedRep / PLGU-GRep: 10 head
-steps, then one body step resp. eqs. 11–13), ρ = 0.05 (paper default), D = 2, Ditto λ = 0.75
-(paper), pFedHN α = 0.3 (α = 1 collapsed to chance on 2 of 3 seeds in 120-round runs).  No tuning on the test split.
 """
 
 from __future__ import annotations

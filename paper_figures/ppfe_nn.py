@@ -1,12 +1,7 @@
 """PPFE for neural networks vs the decoupling baselines, accuracy per stage and communication.
 
-Setting (toolkit choice, the paper's image experiments are not reproducible offline): the
-planted label-skewed federation :func:`synthetic.permuted_labels.permuted_label_federation`
-(K = 10 clusters, 4 per client, half of the clients with permuted labels — a shared
-representation plus personal heads), a 4-layer MLP (widths 20-32-32-16-10), so PPFE runs the
-paper's 4 stages (stage t personalizes the last t layers) with the 30/50/40/40 round split.
-Baselines (head = last layer): FedRep, FedPer, LG-FedAvg, FedBABU, FedAvg+FT, plus FedAvg
-and Local as references.  Same learning rate, batch size and S for all.
+The setting (federation, model, baselines, common hyper-parameters) is
+:mod:`verification.experiments_ppfe_nn`'s.
 
 Left panel: test accuracy (sample-weighted) vs round — PPFE's ensemble (eq. 8) and its
 running stage model, each baseline's personalized model; stage boundaries dotted.

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from algorithms.base import flatten, unflatten
 from pfl_theory import moreau
 from pfl_theory.constants import gradient_variance
 from pfl_theory.validation import positive, positive_int
@@ -41,17 +42,8 @@ def client_data(fed) -> tuple[torch.Tensor, torch.Tensor]:
     return tr.x[idx], tr.y[idx]
 
 
-def flat_params(params: dict) -> torch.Tensor:
-    return torch.cat([v.flatten(1) for v in params.values()], 1)
-
-
-def unflat_params(flat: torch.Tensor, like: dict) -> dict:
-    out, start = {}, 0
-    for k, v in like.items():
-        size = v[0].numel()
-        out[k] = flat[:, start:start + size].reshape(flat.shape[0], *v.shape[1:])
-        start += size
-    return out
+flat_params = flatten  # ``[N, d]`` concatenation of a parameter dict (algorithms.base)
+unflat_params = unflatten  # its inverse
 
 
 def client_hessians(model, params: dict, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:

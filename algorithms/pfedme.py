@@ -54,6 +54,7 @@ class PFedMe(Algorithm):
     is the public code's extra ℓ2 term (not in the paper)."""
 
     client_models = ("personalized", "local")
+    lazy_batches = True     # a tile gathers one local round's batch at a time (contract.LazyRows)
 
     lam: float = hp(20.0, "regularisation λ pulling personalized models to the local model",
                     check=positive, symbol="λ")
@@ -84,11 +85,14 @@ class PFedMe(Algorithm):
         return State(0, seed, {"global": w, "personalized": broadcast(w, n), "local": broadcast(w, n)})
 
     def local_update(self, model, w_global, x, y):
-        """Step 2 for all clients: returns ``(θ̃ [N], w_{·,R} [N])``; ``x[R, N, B, ...]``.
+        """Step 2 for all clients: returns ``(θ̃ [N], w_{·,R} [N])``; ``x[R, N, B, ...]``
+        (tensors, or :class:`algorithms.contract.LazyRows` as the engine passes them).
 
         Clients are independent here, so they run in tiles of ``CLIENT_TILE`` through all
         ``R·K`` steps: a tile's parameters and batches stay in cache (at N = 10,000 a
-        round is ~1.6× faster than all clients step by step; results are identical)."""
+        round is ~1.6× faster than all clients step by step; results are identical).
+        ``x[r]`` of a tile is gathered when local round ``r`` starts, so at most one
+        round's batch of one tile is materialised at a time."""
         n = x.shape[1]
         if n > CLIENT_TILE:
             tiles = [self.local_update(model, w_global, x[:, s:s + CLIENT_TILE],

@@ -165,3 +165,73 @@ def test_client_tiles_give_the_same_round(monkeypatch):
     for name, params in whole.models.items():
         for k, v in params.items():
             assert torch.equal(tiled.models[name][k], v), (name, k)
+
+
+# ---- lazy mini-batches (issue 15: N = 100,000 gathered R·N·|D|·d floats at once) ----------
+
+def _tiny_fed():
+    return fedprox.federation(0.5, 0.5, num_clients=7, dim=6, num_classes=3, seed=0,
+                              size_multiplier=1, device="cpu", dtype=torch.float64)
+
+
+def _gathers(monkeypatch, local_rounds):
+    """Element counts of every batch gather the engine makes in one pFedMe round."""
+    import algorithms.pfedme as pfedme_module
+    from algorithms.contract import LazyRows
+
+    sizes = []
+    take = LazyRows.take
+
+    def counting(source, index):
+        out = take(source, index)
+        sizes.append(out.numel())
+        return out
+
+    monkeypatch.setattr(LazyRows, "take", staticmethod(counting))
+    monkeypatch.setattr(pfedme_module, "CLIENT_TILE", 3)   # tiles of 3, 3 and 1 clients
+    fed, model = _tiny_fed(), MLR(6, 3)
+    alg = PFedMe(local_rounds=local_rounds, batch_size=4, clients_per_round=3)
+    alg.round(alg.init(fed, model, 0), fed, model)
+    return sizes
+
+
+def test_batches_are_gathered_one_local_round_of_one_tile_at_a_time(monkeypatch):
+    # x [tile=3, B=4, d=6] and y [3, 4] per (tile, round): the largest gather is one tile's
+    # batch of one local round whatever R is; all gathers together are still every batch
+    for r in (2, 6):
+        sizes = _gathers(monkeypatch, r)
+        assert max(sizes) == 3 * 4 * 6, (r, sizes)
+        assert len(sizes) == 2 * 3 * r                       # (x, y) × 3 tiles × R rounds
+        assert sum(sizes) == r * 7 * 4 * (6 + 1)             # R·N·|D|·(d + 1) elements
+
+
+def test_lazy_batches_give_the_same_round_bit_for_bit(monkeypatch):
+    # the eager gather (every round's [R, N, B, d] at once) as the reference: difference 0
+    fed, model = _tiny_fed(), MLR(6, 3)
+    alg = PFedMe(local_rounds=4, batch_size=4, clients_per_round=3)
+    lazy = eager = alg.init(fed, model, 0)
+    for _ in range(2):
+        lazy = alg.round(lazy, fed, model)
+        with monkeypatch.context() as m:
+            m.setattr(PFedMe, "lazy_batches", False)
+            eager = alg.round(eager, fed, model)
+    for name, params in eager.models.items():
+        for k, v in params.items():
+            assert torch.equal(lazy.models[name][k], v), (name, k)
+
+
+def test_lazy_rows_index_like_the_gathered_tensor():
+    from algorithms.contract import LazyRows, lazy_gather
+
+    fed = _tiny_fed()
+    index = fed.sample_batches(3, 4, torch.Generator().manual_seed(1))
+    x, y = fed.train.gather(index)
+    lx, ly = lazy_gather(fed.train, index)
+    assert lx.shape == x.shape and ly.shape == y.shape and len(lx) == 3
+    for key in (1, -1, (slice(None), slice(2, 5))):
+        got = lx[key]
+        got = got[0] if isinstance(got, LazyRows) else got     # keeps the round axis: pick one
+        want = x[key][0] if isinstance(lx[key], LazyRows) else x[key]
+        assert isinstance(got, torch.Tensor) and torch.equal(got, want), key
+    assert isinstance(lx[:-1], LazyRows) and torch.equal(lx[:-1][1], x[1])
+    assert torch.equal(ly[2], y[2])

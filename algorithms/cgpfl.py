@@ -100,6 +100,7 @@ class _CGPFLBase(Algorithm):
     R = ``local_rounds``, |D| = ``batch_size``."""
 
     client_models = ("personalized", "local")
+    lazy_batches = True     # every client trains: gather one local round at a time (LazyRows)
     server_rows = {"assignment": 0}
     lam: float = hp(12.0, "regularisation λ pulling θ_i to its context model (CGPFL default 12)",
                     check=positive, symbol="λ")

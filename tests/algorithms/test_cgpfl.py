@@ -187,3 +187,32 @@ def test_matrix_builders_match_paper_matrices(old, new):
     assert ((p > 0).sum(1) == 1).all()  # one non-zero per row
     j = mats.indicator_matrix(old, 4)
     np.testing.assert_allclose(j @ mats.assignment_matrix(old, 4), np.eye(4), atol=1e-15)
+
+
+@pytest.mark.parametrize("cls", [CGPFL, CGPFLHeur])
+def test_lazy_batches_give_the_same_rounds_bit_for_bit(monkeypatch, cls):
+    # every client trains, so the engine gathers one local round at a time (LazyRows);
+    # the eager gather of all R rounds at once is the reference: difference 0
+    from algorithms.contract import LazyRows
+    from algorithms.models import MLR
+    from synthetic import fedprox
+
+    fed = fedprox.federation(0.5, 0.5, num_clients=8, dim=6, num_classes=3, seed=0,
+                             size_multiplier=1, device="cpu", dtype=torch.float64)
+    model, alg = MLR(6, 3), cls(local_rounds=3, batch_size=4)
+    sizes = []
+    take = LazyRows.take
+    monkeypatch.setattr(LazyRows, "take",
+                        staticmethod(lambda s, i: sizes.append(i.numel()) or take(s, i)))
+    lazy = eager = alg.init(fed, model, 0)
+    for _ in range(2):
+        lazy = alg.round(lazy, fed, model)
+        with monkeypatch.context() as m:
+            m.setattr(cls, "lazy_batches", False)
+            eager = alg.round(eager, fed, model)
+    assert max(sizes) == 8 * 4                      # one round's [N, B] indices per gather
+    for name, params in eager.models.items():
+        for k, v in params.items():
+            assert torch.equal(lazy.models[name][k], v), (name, k)
+    for k, v in eager.tensors.items():
+        assert torch.equal(lazy.tensors[k], v), k

@@ -77,7 +77,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
 
     with np.errstate(over="ignore", invalid="ignore"):  # non-finite data are reported below
         fed = build_federation(spec, device=options["device"], dtype=dtype)
-    if not (bool(torch.isfinite(fed.train.x).all()) and bool(torch.isfinite(fed.test.x).all())):
+    if not (all_finite(fed.train.x) and all_finite(fed.test.x)):
         raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
                         "(--synthetic-alpha/--synthetic-beta too large?)")
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
@@ -121,6 +121,13 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     _print_summary(last, out)
     return summary
+
+
+def all_finite(x: torch.Tensor, rows: int = 1 << 16) -> bool:
+    """``torch.isfinite(x).all()`` a block of ``rows`` rows at a time: on the whole tensor
+    its temporaries are ~1.6× ``x`` (1.3 GB for the 0.8 GB of ``pflt run --clients 10000``,
+    which made it the run's peak memory)."""
+    return all(bool(torch.isfinite(block).all()) for block in x.split(rows))
 
 
 def _number(v) -> str:

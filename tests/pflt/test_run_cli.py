@@ -84,3 +84,16 @@ def test_every_registered_algorithm_runs_from_the_cli(name, tmp_path, capsys):
     entry = json.loads((out / "history.json").read_text())["entries"][-1]
     accuracies = [v for k, v in entry.items() if k.endswith("_accuracy") and isinstance(v, float)]
     assert accuracies and all(0.0 <= a <= 1.0 for a in accuracies)
+
+
+def test_all_finite_checks_every_block():
+    import torch
+
+    from pflt.commands.run import all_finite
+
+    x = torch.zeros(10, 3)
+    assert all_finite(x, rows=3)
+    for row, bad in ((0, float("nan")), (5, float("inf")), (9, -float("inf"))):
+        y = x.clone()
+        y[row, 1] = bad                       # first, a middle and the last (short) block
+        assert not all_finite(y, rows=3), (row, bad)

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
-from paper_figures._io import write_csv
+from paper_figures._io import RESULTS_ENV_VAR, find_verify_results, write_csv
 
-ENV_VAR = "PFLT_RESULTS_JSON"
+ENV_VAR = RESULTS_ENV_VAR
 KINDS = ("bound", "envelope")
 
 
@@ -45,19 +44,7 @@ def _has_bounds(path: Path) -> bool:
 
 def find_results(out_dir: Path) -> Path | None:
     """The results.json to draw (module docstring), or ``None``."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        path = Path(env)
-        path = path / "results.json" if path.is_dir() else path
-        if not path.is_file():
-            raise FileNotFoundError(f"{ENV_VAR}={env!r}: no results.json there")
-        return path
-    candidates = [p for p in Path(out_dir).rglob("results.json") if p.is_file()]
-    default = Path("verify_out") / "results.json"
-    if default.is_file():
-        candidates.append(default)
-    candidates = [p for p in candidates if _has_bounds(p)]
-    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+    return find_verify_results(out_dir, _has_bounds)
 
 
 def _float(v: Any) -> float:

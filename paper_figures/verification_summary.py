@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ENV_VAR = "PFLT_RESULTS_JSON"
+from paper_figures._io import RESULTS_ENV_VAR, find_verify_results
+
+ENV_VAR = RESULTS_ENV_VAR
 VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR")
 COLORS = {"HOLDS": "#2e7d32", "FAILS": "#ef6c00", "ERRATUM": "#6a1b9a",
           "INCONCLUSIVE": "#90a4ae", "ERROR": "#c62828"}
@@ -39,18 +40,7 @@ NO_RESULTS = ("no `pflt verify` results given — nothing to summarise.\n"
 
 def find_results(out_dir: Path) -> Path | None:
     """The results.json to summarise (see the module docstring), or ``None``."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        path = Path(env)
-        path = path / "results.json" if path.is_dir() else path
-        if not path.is_file():
-            raise FileNotFoundError(f"{ENV_VAR}={env!r}: no results.json there")
-        return path
-    candidates = [p for p in Path(out_dir).rglob("results.json") if p.is_file()]
-    default = Path("verify_out") / "results.json"
-    if default.is_file():
-        candidates.append(default)
-    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+    return find_verify_results(out_dir)
 
 
 def load_counts(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

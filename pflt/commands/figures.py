@@ -56,9 +56,11 @@ def run(args: argparse.Namespace) -> int:
     if args.verify_results is not None:
         import os
 
+        from paper_figures._io import RESULTS_ENV_VAR
+
         if not args.verify_results.exists():
             raise FileNotFoundError(f"--verify-results {args.verify_results} does not exist")
-        os.environ["PFLT_RESULTS_JSON"] = str(args.verify_results)
+        os.environ[RESULTS_ENV_VAR] = str(args.verify_results)
     results = driver.run_figures(out_dir=args.out, only=args.only, quick=args.quick,
                                  seed=args.seed, progress=not args.no_progress)
     print(driver.format_results(results))

@@ -100,6 +100,13 @@ def _constants(rec: dict, k: int) -> dict:
             "delta_gap": float(rec["gap"][0] - rec["gap"][-1])}
 
 
+#: the run of both Theorem 4.1 bound checks (stepwise and final form)
+THM41_QUICK = {"clients": 12, "k": 3, "dim": 3, "samples": 10, "lam": 2.0, "local_rounds": 2,
+               "batch": 5, "rounds": 60}
+THM41_FULL = {"clients": 40, "k": 4, "dim": 10, "samples": 20, "lam": 2.0, "local_rounds": 2,
+              "batch": 5, "rounds": 400}
+
+
 def _alg(p, curv, beta):
     return CGPFL(num_contexts=p["k"], lam=p["lam"], personal_lr=1.0 / (curv.L + p["lam"]),
                  inner_steps=1, lr=beta, local_step="paper", alpha=1.0,
@@ -109,10 +116,7 @@ def _alg(p, curv, beta):
 @check("cgpfl.bound_thm41_stepwise", paper=PAPER,
        reference="Theorem 4.1 / ICLR Theorem 1, appendix A.3 bound before the case analysis "
                  "(docs/formulas.md §A.7)", kind="bound",
-       quick={"clients": 12, "k": 3, "dim": 3, "samples": 10, "lam": 2.0, "local_rounds": 2,
-              "batch": 5, "rounds": 60},
-       full={"clients": 40, "k": 4, "dim": 10, "samples": 20, "lam": 2.0, "local_rounds": 2,
-             "batch": 5, "rounds": 400})
+       quick=THM41_QUICK, full=THM41_FULL)
 @single_threaded
 def thm41_stepwise(ctx: Context) -> Outcome:
     """(1/T)Σ_t (1/K)‖∇G_K(Ω^t)‖² of an engine run with α = 1, β = 1/(√416·R·L_G) (inside
@@ -157,10 +161,7 @@ def _case_rule(c: dict, *, lip_g: float, delta_sq: float, k: int, n: int, R: int
 @check("cgpfl.bound_thm41_final", paper=PAPER,
        reference="Theorem 4.1(a) / ICLR Theorem 1(a), printed constants 48, 80√26, 52 "
                  "(docs/formulas.md §A.7)", kind="bound",
-       quick={"clients": 12, "k": 3, "dim": 3, "samples": 10, "lam": 2.0, "local_rounds": 2,
-              "batch": 5, "rounds": 60},
-       full={"clients": 40, "k": 4, "dim": 10, "samples": 20, "lam": 2.0, "local_rounds": 2,
-             "batch": 5, "rounds": 400})
+       quick=THM41_QUICK, full=THM41_FULL)
 @single_threaded
 def thm41_final(ctx: Context) -> Outcome:
     """(1/T)Σ_t (1/K)‖∇G_K(Ω^t)‖² against 48α²(ρ_Ω²/K)/(α̂₀²T) + 80√(26(ρ_Ω²/K)L_G²δ²)/√(NKRT)

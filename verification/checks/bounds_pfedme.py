@@ -18,6 +18,7 @@ step η (reported).  Test mutations: :func:`verification.bound_runs.envelope_wit
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -123,6 +124,38 @@ def thm1_quadratic(ctx: Context) -> Outcome:
                              "gamma_f_sq": gamma_sq}})
 
 
+def _stationary_setup(model, x, y, A, b, curv, *, lam: float, horizon: int) -> SimpleNamespace:
+    """Theorem 1's constants and the optimum of quadratic clients ``f_i = ½θᵀA_iθ − b_iᵀθ``
+    (exact envelope Hessian, so w* and σ²_{F,1} at w* are exact): γ_f², μ_F, β, η = η̂₁/β
+    (R = 1), T = ``horizon``·T_min, the envelope Hessian ``hf``, w*, σ²_{F,1}."""
+    n, d = b.shape
+    gamma_sq = est.gamma_f_sq(model, x, y, [{"theta": torch.zeros(1, d, dtype=F64)}])
+    mu_f = lam * curv.mu / (lam + curv.mu)
+    beta = beta_for(lam / mu_f)
+    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_1(lam=lam, mu=curv.mu, beta=beta),
+                                  beta=beta, R=1)
+    T = horizon * math.ceil(pfedme.min_rounds_theorem1(lam=lam, mu=curv.mu, beta=beta))
+    hf = moreau.envelope_hessian_quadratic(A, lam=lam).mean(0)
+    grad0 = moreau.quadratic_envelope(A, b, torch.zeros(n, d, dtype=F64), lam=lam).grad.mean(0)
+    w_star = -torch.linalg.solve(hf, grad0)
+    env_star = moreau.quadratic_envelope(A, b, w_star.expand(n, d), lam=lam)
+    return SimpleNamespace(gamma_sq=gamma_sq, mu_f=mu_f, beta=beta, eta=eta, T=T, hf=hf,
+                           w_star=w_star, sigma_sq=pfedme.sigma_F1_sq(env_star.grad.numpy()))
+
+
+def _stationary_gap(alg, fed, model, st: SimpleNamespace, *, reps: int, seed: int) -> float:
+    """Mean over ``reps`` runs started at w* of the mean gap F(w̄_t) − F* over t ∈ T/2 … T."""
+    total = 0.0
+    for rep in range(reps):
+        ws = trajectory(alg, fed, model, {"theta": st.w_star[None].clone()}, st.T,
+                        seed * 1000 + rep)
+        window = np.arange(st.T // 2, st.T + 1)  # stationary from w*: E[gap] is flat in T here
+        wbar = averaged(torch.cat([w["theta"] for w in ws]).numpy(), window,
+                        st.eta * st.beta, st.mu_f)
+        total += float(quadratic_gap(wbar, st.w_star, st.hf).mean()) / reps
+    return total
+
+
 # ------------------------------------------------ Theorem 1, neighbourhood term in δ²
 @check("pfedme.bound_thm1_floor", paper=PAPER,
        reference="Theorem 1(a), neighbourhood term λ²δ²/μ_F with Lemma 1's δ², §B.5–B.6",
@@ -146,17 +179,9 @@ def thm1_floor(ctx: Context) -> Outcome:
     curv = quadratic_constants(est.client_hessians(model, zeros, x, y))
     g0, _ = model.grad(zeros, x, y)
     A, b = torch.as_tensor(est.client_hessians(model, zeros, x, y)), -g0["theta"]
-    gamma_sq = est.gamma_f_sq(model, x, y, [{"theta": torch.zeros(1, d, dtype=F64)}])
-    mu_f = lam * curv.mu / (lam + curv.mu)
-    beta = beta_for(lam / mu_f)
-    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_1(lam=lam, mu=curv.mu, beta=beta),
-                                  beta=beta, R=1)
-    T = p["horizon"] * math.ceil(pfedme.min_rounds_theorem1(lam=lam, mu=curv.mu, beta=beta))
-    hf = moreau.envelope_hessian_quadratic(A, lam=lam).mean(0)
-    grad0 = moreau.quadratic_envelope(A, b, torch.zeros(n, d, dtype=F64), lam=lam).grad.mean(0)
-    w_star = -torch.linalg.solve(hf, grad0)
-    env_star = moreau.quadratic_envelope(A, b, w_star.expand(n, d), lam=lam)
-    sigma_sq = pfedme.sigma_F1_sq(env_star.grad.numpy())
+    st = _stationary_setup(model, x, y, A, b, curv, lam=lam, horizon=p["horizon"])
+    gamma_sq, mu_f, beta, eta, T = st.gamma_sq, st.mu_f, st.beta, st.eta, st.T
+    sigma_sq = st.sigma_sq
     batches = np.array(p["batches"])
     deltas = np.array([pfedme.lemma1_delta_sq(lam=lam, gamma_f_sq=gamma_sq, batch_size=int(bs),
                                               nu=0.0, mu=curv.mu) for bs in batches])
@@ -164,13 +189,7 @@ def thm1_floor(ctx: Context) -> Outcome:
     for j, bs in enumerate(batches):
         alg = PFedMe(lam=lam, lr=eta, personal_lr=1.0 / (curv.L + lam), inner_steps=1,
                      local_rounds=1, batch_size=int(bs), beta=beta, clients_per_round=n)
-        for rep in range(p["reps"]):
-            ws = trajectory(alg, fed, model, {"theta": w_star[None].clone()}, T,
-                             ctx.seed * 1000 + rep)
-            window = np.arange(T // 2, T + 1)  # stationary from w*: E[gap] is flat in T here
-            wbar = averaged(torch.cat([w["theta"] for w in ws]).numpy(), window, eta * beta, mu_f)
-            gaps = quadratic_gap(wbar, w_star, hf)
-            measured[j] += float(gaps.mean()) / p["reps"]
+        measured[j] = _stationary_gap(alg, fed, model, st, reps=p["reps"], seed=ctx.seed)
     bounds = [pfedme.theorem1a(T=T, R=1, N=n, beta=beta, lam=lam, mu=curv.mu, delta_sq=float(ds),
                                sigma_F1_sq=sigma_sq, Delta0=0.0) for ds in deltas]
     shape = np.array([bd.total for bd in bounds])
@@ -275,29 +294,15 @@ def thm1_sampling(ctx: Context) -> Outcome:
         model, {"theta": torch.zeros(n, d, dtype=F64)}, x, y))
     g0, _ = model.grad({"theta": torch.zeros(n, d, dtype=F64)}, x, y)
     A, b = torch.eye(d, dtype=F64).expand(n, d, d) * curv.mu, -g0["theta"]
-    gamma_sq = est.gamma_f_sq(model, x, y, [{"theta": torch.zeros(1, d, dtype=F64)}])
-    mu_f = lam * curv.mu / (lam + curv.mu)
-    beta = beta_for(lam / mu_f)
-    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_1(lam=lam, mu=curv.mu, beta=beta),
-                                  beta=beta, R=1)
-    T = p["horizon"] * math.ceil(pfedme.min_rounds_theorem1(lam=lam, mu=curv.mu, beta=beta))
-    hf = moreau.envelope_hessian_quadratic(A, lam=lam).mean(0)
-    grad0 = moreau.quadratic_envelope(A, b, torch.zeros(n, d, dtype=F64), lam=lam).grad.mean(0)
-    w_star = -torch.linalg.solve(hf, grad0)
-    env_star = moreau.quadratic_envelope(A, b, w_star.expand(n, d), lam=lam)
-    sigma_sq = pfedme.sigma_F1_sq(env_star.grad.numpy())
+    st = _stationary_setup(model, x, y, A, b, curv, lam=lam, horizon=p["horizon"])
+    gamma_sq, mu_f, beta, eta, T = st.gamma_sq, st.mu_f, st.beta, st.eta, st.T
+    sigma_sq = st.sigma_sq
     sampled = np.array(p["sampled"])
     measured = np.zeros(sampled.size)
     for j, s in enumerate(sampled):
         alg = PFedMe(lam=lam, lr=eta, personal_lr=1.0 / (curv.L + lam), inner_steps=1,
                      local_rounds=1, batch_size=1, beta=beta, clients_per_round=int(s))
-        for rep in range(p["reps"]):
-            ws = trajectory(alg, fed, model, {"theta": w_star[None].clone()}, T,
-                             ctx.seed * 1000 + rep)
-            window = np.arange(T // 2, T + 1)  # stationary from w*: E[gap] is flat in T here
-            wbar = averaged(torch.cat([w["theta"] for w in ws]).numpy(), window, eta * beta, mu_f)
-            gaps = quadratic_gap(wbar, w_star, hf)
-            measured[j] += float(gaps.mean()) / p["reps"]
+        measured[j] = _stationary_gap(alg, fed, model, st, reps=p["reps"], seed=ctx.seed)
     bound = pfedme.theorem1a(T=T, R=1, N=n, S=sampled, beta=beta, lam=lam, mu=curv.mu,
                              delta_sq=0.0, sigma_F1_sq=sigma_sq, Delta0=0.0)
     shape = np.asarray(bound.total, dtype=float)

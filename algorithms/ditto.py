@@ -36,6 +36,7 @@ class Ditto(Algorithm):
     ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``."""
 
     client_models = ("personalized",)
+    lazy_batches = True     # one local round's mini-batch gathered at a time (contract.LazyRows)
 
     lam: float = hp(0.1, "regularisation λ pulling personal models to the global model",
                     check=positive, symbol="λ")
@@ -59,12 +60,15 @@ class Ditto(Algorithm):
     def local_update(self, model, w_global, v, x, y):
         """A client's work (all given clients batched): R SGD steps of the global model from
         ``w_global`` ([1, ...]) and, on the same mini-batches, one step per batch of the
-        personal objective ``f_i(v) + λ/2‖v − w^t‖²``.  ``x[R, n, B, ...]``; returns
-        ``(w [n, ...], v [n, ...])``."""
+        personal objective ``f_i(v) + λ/2‖v − w^t‖²``.  ``x[R, n, B, ...]`` (tensors, or
+        :class:`algorithms.contract.LazyRows`: round ``r``'s batch is gathered once, used by
+        both models); returns ``(w [n, ...], v [n, ...])``."""
         anchor = broadcast(w_global, x.shape[1])
-        w = local_sgd(model, anchor, x, y, self.lr)
+        w = anchor
         for r in range(x.shape[0]):
-            v = prox_steps(model, v, anchor, x[r], y[r], lam=self.lam, lr=self.personal_lr,
+            xr, yr = x[r], y[r]
+            w = local_sgd(model, w, xr[None], yr[None], self.lr)
+            v = prox_steps(model, v, anchor, xr, yr, lam=self.lam, lr=self.personal_lr,
                            steps=1)
         return w, v
 

@@ -68,6 +68,7 @@ class Local(Algorithm):
     ``local_rounds``, |D| = ``batch_size`` (FedAvg's local step)."""
 
     client_models = ("local",)
+    lazy_batches = True     # every client trains: one step's batch gathered at a time (LazyRows)
 
     lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",

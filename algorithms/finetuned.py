@@ -46,9 +46,11 @@ def _check_part(part: str) -> None:
 @dataclass(frozen=True)
 class _FineTuned(Algorithm):
     """Global training, then every client fine-tunes the new global model (a second
-    exchange of the round, ``finetune``, on mini-batches of stream 1)."""
+    exchange of the round, ``finetune``, on mini-batches of stream 1).  Every client
+    fine-tunes, so the engine gathers one step's mini-batch at a time (contract.LazyRows)."""
 
     client_models = ("personalized",)
+    lazy_batches = True
 
     finetune_steps: int = hp(20, "local fine-tuning SGD steps for the evaluated personalized model",
                              symbol="—")

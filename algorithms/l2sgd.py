@@ -41,6 +41,7 @@ class L2SGD(Algorithm):
     p = ``avg_prob``, R = ``local_rounds`` iterations, |D| = ``batch_size``."""
 
     client_models = ("personalized",)
+    lazy_batches = True     # every client trains: one step's batch gathered at a time (LazyRows)
 
     lr: float = hp(0.02, "step η = α/n of the local gradient step (scaled by 1/(1−p))",
                    check=positive, symbol="α/n")

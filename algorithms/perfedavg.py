@@ -52,6 +52,7 @@ class PerFedAvg(Algorithm):
     mini-batch positions and each client maps them to its own test split."""
 
     client_models = ("personalized",)
+    lazy_batches = True     # every client adapts: batches gathered per local step (LazyRows)
 
     lr: float = hp(0.02, "Per-FedAvg's β (not η): outer (meta) step", check=positive, symbol="β")
     inner_lr: float = hp(0.02, "inner / adaptation learning rate α", check=nonnegative, symbol="α")

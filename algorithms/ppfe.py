@@ -83,6 +83,7 @@ class PPFE(Algorithm):
     ``clients_per_round``, |D| = ``batch_size``."""
 
     server_rows = {"alphas": 1}
+    lazy_batches = True     # full_last_round: every client trains; batches gathered per step
 
     def is_client_model(self, name: str) -> bool:
         return name == "heads" or name.startswith("stage")

@@ -185,3 +185,63 @@ def test_every_hyperparameter_has_a_symbol_and_the_class_cites_its_paper(name):
     names = {f.name for f in hyperparameters(cls)}
     if "lr" in names:
         assert "``lr``" in text, f"{name}: the docstrings do not say which symbol lr is"
+
+
+# ---- lazy mini-batches (contract.LazyRows; issue 15) ------------------------------------
+
+LAZY = [n for n in ALGORITHMS if registry()[n].lazy_batches]
+# PPFE over 3 rounds: stage 0's last round (every client trains) and a stage transition
+LAZY_SETTINGS = {"ppfe": {"total_rounds": 4, "stages": 2}}
+
+
+def test_the_algorithms_whose_clients_all_train_gather_lazily():
+    # every client trains (or fine-tunes / adapts) in a phase of these: without the opt-in
+    # the engine gathers R·N·|D|·d at once (9.6 GB at N = 100,000, R = 20, |D| = 20, d = 60)
+    assert {"cgpfl", "cgpfl-heur", "ditto", "fedavg-ft", "fedbabu", "l2sgd", "local",
+            "perfedavg", "pfedme", "ppfe"} <= set(LAZY)
+
+
+def _lazy_and_eager(name, fed, model, monkeypatch, rounds=3):
+    """(index sizes of every lazy gather, lazy state, eager state) after ``rounds`` rounds."""
+    from algorithms.contract import LazyRows
+
+    cls = registry()[name]
+    alg = dataclasses.replace(build(cls), **LAZY_SETTINGS.get(name, {}))
+    sizes = []
+    take = LazyRows.take
+    monkeypatch.setattr(LazyRows, "take",
+                        staticmethod(lambda s, i: sizes.append(i.numel()) or take(s, i)))
+    lazy = eager = alg.init(fed, model, seed=3)
+    for _ in range(rounds):
+        lazy = alg.round(lazy, fed, model)
+        with monkeypatch.context() as m:
+            m.setattr(cls, "lazy_batches", False)
+            eager = alg.round(eager, fed, model)
+    return sizes, lazy, eager
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_lazy_batches_give_the_same_rounds_bit_for_bit_one_step_at_a_time(
+        name, fed, model, monkeypatch):
+    # the eager gather of every step's [R, P, B, ...] at once is the reference: difference 0;
+    # each gather is at most one step's batch of every client, N·|D| indices (R = 10 steps:
+    # the eager gather is up to 10× that)
+    sizes, lazy, eager = _lazy_and_eager(name, fed, model, monkeypatch)
+    assert sizes and max(sizes) <= fed.num_clients * SMALL["batch_size"], (name, sizes)
+    assert sorted(lazy.models) == sorted(eager.models)
+    for (k, a), (_, b) in zip(sorted(lazy.models.items()), sorted(eager.models.items())):
+        for p in b:
+            assert torch.equal(a[p], b[p]), (name, k, p)
+    for k, v in eager.tensors.items():
+        assert torch.equal(lazy.tensors[k], v), (name, k)
+
+
+def test_the_gather_bound_sees_a_whole_local_round_materialised(fed, model, monkeypatch):
+    # the mutation the bound above catches: LazyRows gathering every step before picking one
+    from algorithms.contract import LazyRows
+
+    getitem = LazyRows.__getitem__
+    monkeypatch.setattr(LazyRows, "__getitem__",
+                        lambda self, key: (self.take(self.source, self.index), getitem(self, key))[1])
+    sizes, _, _ = _lazy_and_eager("ditto", fed, model, monkeypatch, rounds=1)
+    assert max(sizes) > fed.num_clients * SMALL["batch_size"]

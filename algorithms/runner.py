@@ -5,10 +5,14 @@ per evaluated model (``personalized``, ``global``, ``local``, … as the algorit
 them): ``<name>_accuracy`` (sample-weighted, = total correct / total samples),
 ``<name>_accuracy_mean`` / ``_low5`` / ``_top5`` (see :mod:`algorithms.evaluation`),
 ``<name>_loss`` (test, weighted), ``<name>_train_loss``, the per-client accuracy vector
-``<name>_client_accuracy``, algorithm diagnostics, and wall time.  Writes
-``history.json`` (everything, plus the configuration) and ``history.csv`` (scalars) to
-``out_dir`` after every evaluation (and before the first round, with the round-0
-evaluation ``initial_evaluation``, so a run killed early keeps its configuration).
+``<name>_client_accuracy``, algorithm diagnostics, and wall time.  In ``out_dir``:
+``history.jsonl`` (one line per evaluation, everything) and ``history.csv`` (scalars) get
+one line appended per evaluation (the cost of an evaluation's save does not grow with the
+number of evaluations); ``history.json`` (the configuration, the round-0 evaluation
+``initial_evaluation`` and all entries) is written in full before the first round (so a
+run killed early keeps its configuration), at every checkpoint, at a divergence stop and
+after the last round.  :func:`read_history` reads a run directory, a killed one included
+(its entries from ``history.jsonl``).
 
 Divergence contract: a run stops with :class:`DivergenceError` naming the round and the
 model when the state becomes non-finite, an internal NaN guard fires in a round
@@ -135,10 +139,12 @@ class History:
     entries: list[dict[str, Any]] = field(default_factory=list)
     #: test accuracy/loss of the evaluated models at round 0 (the divergence reference)
     initial: dict[str, float] = field(default_factory=dict)
+    #: entries in the history.json last written (None: not written by this object)
+    _json_entries: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @staticmethod
     def load(out_dir: str | Path) -> "History":
-        data = json.loads((Path(out_dir) / "history.json").read_text())
+        data = read_history(out_dir)
         return History(data["config"], data["entries"], data.get("initial_evaluation", {}))
 
     def last(self) -> dict[str, Any]:
@@ -148,20 +154,89 @@ class History:
         return [e[key] for e in self.entries if key in e]
 
     def save(self, out_dir: str | Path) -> None:
-        """Write ``history.json`` and ``history.csv`` atomically (temp file + rename)."""
+        """Write ``history.jsonl``, ``history.csv`` and ``history.json`` in full, each
+        atomically (temp file + rename; ``history.json`` last, so it never holds entries
+        that ``history.jsonl`` lacks)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out / "history.json",
-                      json.dumps({"config": self.config, "entries": self.entries,
-                                  "initial_evaluation": self.initial}, indent=1))
-        scalars = [k for k in (self.entries[0] if self.entries else {})
-                   if not isinstance(self.entries[0][k], (list, dict))]
+        _atomic_write(out / HISTORY_LINES, "".join(_line(e) for e in self.entries))
         tmp = out / "history.csv.tmp"
         with open(tmp, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=scalars, extrasaction="ignore")
+            writer = csv.DictWriter(fh, fieldnames=self._scalars(), extrasaction="ignore")
             writer.writeheader()
             writer.writerows(self.entries)
         os.replace(tmp, out / "history.csv")
+        self._write_json(out)
+
+    def save_json(self, out_dir: str | Path) -> None:
+        """Write ``history.json`` (configuration, initial evaluation, every entry) atomically;
+        nothing when the last one this object wrote (to ``out_dir``, within a run) has the
+        same entries."""
+        if self._json_entries != len(self.entries):
+            self._write_json(out_dir)
+
+    def _write_json(self, out_dir: str | Path) -> None:
+        _atomic_write(Path(out_dir) / "history.json",
+                      json.dumps({"config": self.config, "entries": self.entries,
+                                  "initial_evaluation": self.initial}, indent=1))
+        self._json_entries = len(self.entries)
+
+    def save_last(self, out_dir: str | Path) -> None:
+        """Append the last entry to ``history.jsonl`` and ``history.csv`` (files written by
+        :meth:`save` with the entries before it): the cost of one entry, however many came
+        before."""
+        out = Path(out_dir)
+        if len(self.entries) == 1:          # the csv header comes from the first entry
+            self.save(out)
+            return
+        with open(out / HISTORY_LINES, "a") as fh:
+            fh.write(_line(self.entries[-1]))
+        with open(out / "history.csv", "a", newline="") as fh:
+            csv.DictWriter(fh, fieldnames=self._scalars(),
+                           extrasaction="ignore").writerow(self.entries[-1])
+
+    def _scalars(self) -> list[str]:
+        first = self.entries[0] if self.entries else {}
+        return [k for k, v in first.items() if not isinstance(v, (list, dict))]
+
+
+#: the append-only history of a run directory: one JSON object (an entry) per line
+HISTORY_LINES = "history.jsonl"
+
+
+def _line(entry: dict[str, Any]) -> str:
+    return json.dumps(entry) + "\n"
+
+
+def read_history(out_dir: str | Path) -> dict[str, Any]:
+    """``{"config", "entries", "initial_evaluation"}`` of the run directory ``out_dir``:
+    ``history.json`` with the entries of ``history.jsonl`` when that exists (it has every
+    evaluation, ``history.json`` those up to its last full write).  A last line cut short
+    by a kill mid-write is left out; ``FileNotFoundError`` without ``history.json``,
+    ``ValueError`` for a file that is not valid JSON (lines)."""
+    out = Path(out_dir)
+    path = out / "history.json"
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a history object")
+    lines_path = out / HISTORY_LINES
+    if lines_path.is_file():
+        lines = lines_path.read_text().split("\n")
+        entries = []
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                if i == len(lines) - 1:      # no newline yet: the write was cut short
+                    break
+                raise ValueError(f"{lines_path} line {i + 1} is not valid JSON: {exc}") from None
+        data["entries"] = entries
+    return data
 
 
 @dataclass
@@ -228,28 +303,36 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
     if state is None:
         state = algorithm.init(federation, model, seed)
         history.initial = initial_evaluation(algorithm, state, federation, model)
-        if out_dir is not None:  # a run killed before its first evaluation keeps its config
-            history.save(out_dir)
+    if out_dir is not None:  # a run killed before its first evaluation keeps its config; a
+        history.save(out_dir)  # resumed one's files start from the entries it continues
     start_wall = time.perf_counter()
     bar = tqdm(range(state.round, rounds), desc=cfg["algorithm"], unit="round",
                disable=not progress, dynamic_ncols=True)
-    for _ in bar:
-        state = _play_round(algorithm, state, federation, model, history, out_dir)
-        if state.round % eval_every == 0 or state.round == rounds:
-            entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
-            entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
-            history.entries.append(entry)
-            diverged = divergence(entry, history.initial)
-            if diverged is not None:
-                _stop(history, out_dir, state.round, diverged[1], diverged[0])
-            first = next((k for k, v in entry.items()
-                          if k.endswith("_accuracy") and isinstance(v, float)), None)
-            if first:
-                bar.set_postfix({first: f"{entry[first]:.4f}"})
-            if out_dir is not None:
-                history.save(out_dir)
-        if checkpoint_every and (state.round % checkpoint_every == 0 or state.round == rounds):
-            save_checkpoint(Path(out_dir) / "checkpoint.pt", state, algorithm)
-        if on_round is not None:
-            on_round(state)
+    try:
+        for _ in bar:
+            state = _play_round(algorithm, state, federation, model, history, out_dir)
+            if state.round % eval_every == 0 or state.round == rounds:
+                entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
+                entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
+                history.entries.append(entry)
+                diverged = divergence(entry, history.initial)
+                if diverged is not None:
+                    _stop(history, out_dir, state.round, diverged[1], diverged[0])
+                first = next((k for k, v in entry.items()
+                              if k.endswith("_accuracy") and isinstance(v, float)), None)
+                if first:
+                    bar.set_postfix({first: f"{entry[first]:.4f}"})
+                if out_dir is not None:
+                    history.save_last(out_dir)
+            if checkpoint_every and (state.round % checkpoint_every == 0 or state.round == rounds):
+                save_checkpoint(Path(out_dir) / "checkpoint.pt", state, algorithm)
+                history.save_json(out_dir)
+            if on_round is not None:
+                on_round(state)
+    except KeyboardInterrupt:  # Ctrl-C (pflt run exits 130): every file complete; a hard
+        if out_dir is not None:  # kill leaves history.jsonl, which read_history reads
+            history.save(out_dir)
+        raise
+    if out_dir is not None:
+        history.save_json(out_dir)
     return RunResult(history, state)

@@ -91,15 +91,14 @@ def run_config(history_config: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 def load_run(path: str | Path) -> Run:
     """Read the run in ``path`` (``history.json`` required, ``summary.json`` optional)."""
+    from algorithms.runner import read_history   # history.json + history.jsonl
+
     path = Path(path)
     hist_path = path / "history.json"
     if not hist_path.is_file():
         raise FileNotFoundError(f"{path} is not a run directory (no history.json); "
                                 "pass directories written by `pflt run`")
-    try:
-        hist = json.loads(hist_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{hist_path} is not valid JSON: {exc}") from None
+    hist = read_history(path)
     entries = [e for e in hist.get("entries", []) if isinstance(e, dict)]
     config, seed = run_config(hist.get("config", {}))
     summary = path / "summary.json"

@@ -1,8 +1,8 @@
 """Reading a finished or checkpointed ``pflt run --out DIR`` for ``select-k`` / ``select-stages``.
 
 What a run directory holds (:mod:`pflt.commands.run`, :mod:`algorithms.runner`):
-``run_options.json`` (the data / model options), ``history.json`` (evaluations and
-diagnostics per round) and, with ``--checkpoint-every``, ``checkpoint.pt`` (the algorithm's
+``run_options.json`` (the data / model options), ``history.json`` / ``history.jsonl``
+(evaluations and diagnostics per round) and, with ``--checkpoint-every``, ``checkpoint.pt`` (the algorithm's
 state: every client's models; :mod:`algorithms.checkpoint`).
 """
 
@@ -72,14 +72,17 @@ def run_client_sizes(path: Path) -> np.ndarray | None:
 
 
 def run_history(path: Path) -> list[dict]:
-    """The entries of ``history.json`` (one per evaluation)."""
+    """The entries of the run's history (one per evaluation; ``history.json`` with
+    ``history.jsonl``, :func:`algorithms.runner.read_history`)."""
+    from algorithms.runner import read_history
+
     f = _dir(path) / "history.json"
     if not f.is_file():
         raise UserError(f"--from-run: {f} not found")
     try:
-        data = json.loads(f.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserError(f"--from-run: cannot parse {f}: {exc}") from None
+        data = read_history(f.parent)
+    except ValueError as exc:
+        raise UserError(f"--from-run: {exc}") from None
     entries = data.get("entries", data) if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise UserError(f"--from-run: {f} has no list of entries")

@@ -26,7 +26,7 @@ from pflt.commands import run_options as opts
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="train an algorithm on a federation; write history.json/csv",
+    p = sub.add_parser("run", help="train an algorithm on a federation; write its history files",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        add_help=False)
     p.add_argument("-h", "--help", action="store_true",

@@ -241,7 +241,10 @@ def test_the_gather_bound_sees_a_whole_local_round_materialised(fed, model, monk
     from algorithms.contract import LazyRows
 
     getitem = LazyRows.__getitem__
-    monkeypatch.setattr(LazyRows, "__getitem__",
-                        lambda self, key: (self.take(self.source, self.index), getitem(self, key))[1])
+    def eager_first(self, key):
+        self.take(self.source, self.index)
+        return getitem(self, key)
+
+    monkeypatch.setattr(LazyRows, "__getitem__", eager_first)
     sizes, _, _ = _lazy_and_eager("ditto", fed, model, monkeypatch, rounds=1)
     assert max(sizes) > fed.num_clients * SMALL["batch_size"]

@@ -77,3 +77,62 @@ def test_bad_arguments(fed):
         run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=0, progress=False)
     with pytest.raises(ValueError):
         run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=1, eval_every=0, progress=False)
+
+
+# ---- the history files: appended per evaluation, history.json in full at a few points --
+
+def _json_writes(monkeypatch):
+    import algorithms.runner as runner
+
+    writes = []
+    atomic = runner._atomic_write
+    monkeypatch.setattr(runner, "_atomic_write",
+                        lambda path, text: (writes.append(path.name), atomic(path, text))[1])
+    return writes
+
+
+def test_an_evaluation_appends_one_line_whatever_came_before(fed, tmp_path, monkeypatch):
+    # the files are written in full a fixed number of times (before round 1, at the first
+    # entry, at the end) however many evaluations there are; each evaluation appends a line
+    alg, model = FedAvg(local_rounds=1, clients_per_round=2), MLR(8, 3)
+    counts = []
+    for rounds in (3, 9):
+        writes = _json_writes(monkeypatch)
+        res = run(alg, fed, model, rounds=rounds, out_dir=tmp_path / str(rounds), progress=False)
+        monkeypatch.undo()
+        counts.append(writes.count("history.json"))
+        out = tmp_path / str(rounds)
+        assert len((out / "history.jsonl").read_text().splitlines()) == rounds
+        assert len((out / "history.csv").read_text().splitlines()) == rounds + 1
+        saved = json.loads((out / "history.json").read_text())
+        assert saved["entries"] == json.loads(json.dumps(res.history.entries))
+    assert counts == [3, 3]
+
+
+def test_history_json_is_rewritten_at_checkpoints(fed, tmp_path, monkeypatch):
+    writes = _json_writes(monkeypatch)
+    run(FedAvg(local_rounds=1, clients_per_round=2), fed, MLR(8, 3), rounds=6, out_dir=tmp_path,
+        progress=False, checkpoint_every=2)
+    # before round 1, first entry (round 1), checkpoints at rounds 2, 4, 6 (the end: same)
+    assert writes.count("history.json") == 5
+
+
+def test_read_history_takes_the_appended_lines_and_drops_a_cut_last_line(fed, tmp_path):
+    from algorithms.runner import read_history
+
+    run(FedAvg(local_rounds=1, clients_per_round=2), fed, MLR(8, 3), rounds=4,
+        out_dir=tmp_path, progress=False, checkpoint_every=2)
+    lines = (tmp_path / "history.jsonl").read_text()
+    # a run killed after round 3's line and in the middle of round 4's, history.json at
+    # its round-2 checkpoint
+    data = json.loads((tmp_path / "history.json").read_text())
+    data["entries"] = data["entries"][:2]
+    (tmp_path / "history.json").write_text(json.dumps(data))
+    cut = lines.splitlines(keepends=True)
+    (tmp_path / "history.jsonl").write_text("".join(cut[:3]) + cut[3][:40])
+    assert [e["round"] for e in read_history(tmp_path)["entries"]] == [1, 2, 3]
+    (tmp_path / "history.jsonl").write_text(cut[0][:40] + "\n" + "".join(cut[1:]))
+    with pytest.raises(ValueError, match="line 1 is not valid JSON"):
+        read_history(tmp_path)
+    (tmp_path / "history.jsonl").unlink()             # a directory written before jsonl
+    assert [e["round"] for e in read_history(tmp_path)["entries"]] == [1, 2]

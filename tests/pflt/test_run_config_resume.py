@@ -31,6 +31,45 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path):
     assert _entries(full) == _entries(part)
 
 
+class _Killed(BaseException):
+    """What a kill looks like to the code after it: nothing more runs."""
+
+
+def test_run_killed_between_checkpoints_resumes_to_the_same_history(tmp_path, monkeypatch):
+    # killed after round 3's evaluation, the last checkpoint at round 2: history.jsonl holds
+    # rounds 1-3, history.json rounds 1-2; the resumed run drops round 3 (after the
+    # checkpoint), replays it and ends with the uninterrupted run's files
+    import algorithms.runner as runner
+    from pflt.aggregate import load_run
+
+    full, part = tmp_path / "full", tmp_path / "part"
+    args = ["--rounds", "5", "--checkpoint-every", "2"] + BASE
+    assert main(["run", "--out", str(full)] + args) == 0
+    real_run = runner.run
+
+    def killed_at_3(*a, **kw):
+        def on_round(state):
+            if state.round == 3:
+                raise _Killed
+        return real_run(*a, **{**kw, "on_round": on_round})
+
+    with monkeypatch.context() as m:
+        m.setattr(runner, "run", killed_at_3)
+        with pytest.raises(_Killed):
+            main(["run", "--out", str(part)] + args)
+    assert [e["round"] for e in json.loads((part / "history.json").read_text())["entries"]] \
+        == [1, 2]
+    assert [e["round"] for e in load_run(part).entries] == [1, 2, 3]     # pflt compare's view
+    assert main(["run", "--resume", str(part), "--no-progress"]) == 0
+    assert _entries(full) == _entries(part)
+    lines = [json.loads(x) for x in (part / "history.jsonl").read_text().splitlines()]
+    assert [e["round"] for e in lines] == [1, 2, 3, 4, 5]
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in rows]  # noqa: E731
+    assert strip(lines) == _entries(full)
+    assert strip(csv.DictReader(open(part / "history.csv"))) == \
+        strip(csv.DictReader(open(full / "history.csv")))
+
+
 def test_checkpoint_is_weights_only_and_checks_the_algorithm(tmp_path):
     out = tmp_path / "r"
     assert main(["run", "--rounds", "1", "--out", str(out), "--checkpoint-every", "1"] + BASE) == 0

@@ -1,11 +1,18 @@
-"""Local-training building blocks shared by the algorithms (all clients batched)."""
+"""Local-training building blocks shared by the algorithms (all clients batched).
+
+:func:`prox_steps` is the one implementation of pFedMe's inner solve (and CGPFL's
+personalized step).  For multinomial logistic regression without an ℓ2 term it runs the K
+steps in logit space (:func:`mlr_prox_steps`, derivation there): the same iterates in exact
+arithmetic, ~5 small tensor ops per step on ``[N, C, |D|]`` logits instead of ~17 on the
+parameters; any other model takes the generic loop (:func:`generic_prox_steps`).
+"""
 
 from __future__ import annotations
 
 import torch
 
 from algorithms.base import Params
-from algorithms.models import Model
+from algorithms.models import MLR, Model
 
 
 def local_sgd(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor,
@@ -21,13 +28,86 @@ def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
                y: torch.Tensor, *, lam: float, lr: float, steps: int,
                extra_l2: float = 0.0) -> Params:
     """``steps`` gradient steps on ``f̃_i(θ; D) + λ/2 ‖θ − anchor_i‖² (+ extra_l2/2 ‖θ‖²)``
-    on the *same* mini-batch ``x[N, B, ...]`` (pFedMe eq. 7; CGPFL's personalized step).
+    on the *same* mini-batch ``x[N, B, ...]`` (pFedMe eq. 7, Algorithm 1 of Dinh et al.,
+    NeurIPS 2020; CGPFL's personalized step):
+    ``θ ← θ − lr (∇f̃_i(θ) + λ(θ − anchor) + extra_l2 θ)``.
 
-    ``θ ← θ − lr (∇f̃_i(θ) + λ(θ − anchor) + extra_l2 θ)``, evaluated as
-    ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead of five)."""
+    MLR with ``l2 = 0`` goes through :func:`mlr_prox_steps` (the same iterates, computed in
+    logit space); every other model through :func:`generic_prox_steps`."""
+    if isinstance(model, MLR) and model.l2 == 0 and set(theta) == {"fc.weight", "fc.bias"}:
+        return mlr_prox_steps(theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
+                              extra_l2=extra_l2)
+    return generic_prox_steps(model, theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
+                              extra_l2=extra_l2)
+
+
+def generic_prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
+                       y: torch.Tensor, *, lam: float, lr: float, steps: int,
+                       extra_l2: float = 0.0) -> Params:
+    """:func:`prox_steps` for any model: ``model.grad`` each step, and the update evaluated
+    as ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead
+    of five)."""
     keep = 1.0 - lr * (lam + extra_l2)
     for _ in range(steps):
         g, _ = model.grad(theta, x, y)
         theta = {k: torch.add(theta[k] * keep, anchor[k], alpha=lr * lam).sub_(g[k], alpha=lr)
                  for k in theta}
     return theta
+
+
+def mlr_prox_steps(theta: Params, anchor: Params, x: torch.Tensor, y: torch.Tensor, *,
+                   lam: float, lr: float, steps: int, extra_l2: float = 0.0) -> Params:
+    """:func:`prox_steps` for :class:`~algorithms.models.MLR` with ``l2 = 0`` (the bias is
+    not regularised, so an ``l2 > 0`` model takes the generic loop), in logit space.
+
+    Derivation (pFedMe eq. 7 solved by K gradient steps, Algorithm 1 of Dinh et al., NeurIPS
+    2020).  Fold the bias in: per client ``Θ = [Wᵀ, b]`` (``C × (d+1)``, class-major) and
+    ``X̃ = [x, 1]`` (``B × (d+1)``), logits ``Z = Θ X̃ᵀ`` (``C × B``).  The mean
+    cross-entropy's gradient is ``P X̃ / B`` with ``P = softmax(Z) − onehot(y)`` (softmax
+    over classes), so one step with ``η = lr``, ``κ = 1 − η(λ + extra_l2)``, ``c = ηλ`` and
+    anchor ``A`` is
+
+        Θ_{k+1} = κ Θ_k + c A − (η/B) P_k X̃.                                  (1)
+
+    Multiplying (1) by ``X̃ᵀ`` on the right gives the logits without ``Θ``:
+
+        Z_{k+1} = κ Z_k + c Z_A − (η/B) P_k G,   Z_A = A X̃ᵀ,   G = X̃ X̃ᵀ = x xᵀ + 1,   (2)
+
+    a ``C × B`` by ``B × B`` product per step (``G`` is ``|D| × |D|``, 20 × 20 in pFedMe's
+    setting) instead of two ``C × d`` by ``d × B`` ones plus the updates of ``Θ``.
+    Unrolling (1) K times,
+
+        Θ_K = κ^K Θ_0 + c (Σ_{j<K} κ^j) A − (η/B) P_acc X̃,   P_acc = Σ_{k<K} κ^{K−1−k} P_k,   (3)
+
+    and ``P_acc`` is accumulated as ``P_acc ← κ P_acc + P_k`` (k = 0 … K−1).  So a call
+    costs the products ``Z_0``, ``Z_A``, ``G`` (the last two only when K > 1; ``Z_A = Z_0``
+    when ``theta`` is ``anchor``), K softmaxes, K − 1 steps (2) and one product (3) — the
+    iterates of :func:`generic_prox_steps` in exact arithmetic (tested against it in float64
+    over random shapes to ~1e-12 relative)."""
+    w0, b0 = theta["fc.weight"], theta["fc.bias"]               # [N, d, C], [N, C]
+    wa, ba = anchor["fc.weight"], anchor["fc.bias"]
+    x = x.flatten(2)                                              # [N, B, d]
+    batch = x.shape[1]
+    keep, c, step = 1.0 - lr * (lam + extra_l2), lr * lam, lr / batch
+    xt = x.transpose(1, 2)                                        # [N, d, B]
+    z = torch.baddbmm(b0.unsqueeze(2), w0.transpose(1, 2), xt)    # Z_0 [N, C, B]
+    yc = y.unsqueeze(1)                                           # [N, 1, B]
+    minus_one = torch.full_like(z[:, :1], -1.0)
+    if steps > 1:
+        same = w0 is wa and b0 is ba
+        cza = z * c if same else torch.baddbmm(ba.unsqueeze(2), wa.transpose(1, 2), xt,
+                                               beta=c, alpha=c)    # c Z_A
+        gram = torch.baddbmm(x.new_ones(()).expand(1, 1, 1), x, xt)   # G = x xᵀ + 1 [N, B, B]
+    p_acc = None
+    for k in range(steps):
+        p = torch.softmax(z, 1).scatter_add_(1, yc, minus_one)    # P_k
+        p_acc = p if p_acc is None else torch.add(p, p_acc, alpha=keep)
+        if k + 1 < steps:                                         # (2)
+            z = torch.baddbmm(torch.add(cza, z, alpha=keep), p, gram, alpha=-step)
+    decay = keep ** steps
+    pull = c * sum(keep ** j for j in range(steps))
+    # (3); the product as (P_acc x)ᵀ: ~4× faster on CPU than xᵀ P_accᵀ (tiny matrices)
+    w = torch.mul(w0, decay).add_(wa, alpha=pull).sub_(torch.bmm(p_acc, x).transpose(1, 2),
+                                                       alpha=step)
+    b = torch.mul(b0, decay).add_(ba, alpha=pull).sub_(p_acc.sum(2), alpha=step)
+    return {"fc.weight": w, "fc.bias": b}

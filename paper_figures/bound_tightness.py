@@ -53,13 +53,19 @@ def _float(v: Any) -> float:
     return math.nan if v is None else float(v)
 
 
+def _tightness(result: dict[str, Any]) -> float:
+    """A result's tightness; ``null`` (measured <= 0, see ``tightness_note``) is ∞."""
+    v = result.get("tightness")
+    return math.inf if v is None else _float(v)
+
+
 def series(entry: dict[str, Any]) -> dict[str, Any] | None:
     """Grid series of one results.json check entry (the seed with the smallest tightness),
     or ``None`` when its results carry no grid data."""
     results = [r for r in entry.get("results", []) if r.get("verdict") != "ERROR"]
     if not results:
         return None
-    r = min(results, key=lambda r: _float(r.get("tightness")))
+    r = min(results, key=_tightness)
     extra = r.get("extra") or {}
     grid = extra.get("grid")
     if isinstance(grid, dict) and grid.get("values"):

@@ -43,6 +43,7 @@ directory where the check may write figures (return their paths in ``Outcome.fig
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import time
 import traceback
@@ -95,18 +96,33 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)  # per-grid-point data, constants
 
 
+#: why a bound result's tightness is ``null`` in results.json: bound / measured with a
+#: measurement of 0 (or below) is no finite number (report.md shows ∞)
+UNBOUNDED_TIGHTNESS = "measured <= 0: bound / measured has no finite value (shown as ∞)"
+
+
+def json_tightness(tightness: float | None) -> tuple[float | None, str | None]:
+    """``(value, note)`` for JSON: a finite tightness as it is, an infinite one as ``None``
+    with the note :data:`UNBOUNDED_TIGHTNESS` (``None`` stays ``None``, no note)."""
+    if tightness is None or math.isfinite(float(tightness)):
+        return tightness, None
+    return None, UNBOUNDED_TIGHTNESS
+
+
 def bound_outcome(measured: float, bound: float, *, trivial: float | None = None,
                   detail: str = "", figures: tuple[str, ...] = (),
                   extra: dict[str, Any] | None = None) -> Outcome:
     """Outcome of a ``bound`` check: HOLDS iff ``measured <= bound``; ``tightness`` =
-    bound / measured (>= 1 when it holds; inf if measured is 0); ``vacuous`` iff ``trivial``
+    bound / measured (>= 1 when it holds; inf if measured is <= 0, written to results.json
+    as ``null`` with ``tightness_note`` = :data:`UNBOUNDED_TIGHTNESS`); ``vacuous`` iff ``trivial``
     is given and ``bound >= trivial`` (the bound says no more than the trivial one)."""
     measured, bound = float(measured), float(bound)
     if measured != measured or bound != bound:
         raise ValueError(f"bound check got NaN (measured={measured}, bound={bound})")
     tight = bound / measured if measured > 0 else float("inf")
     vac = None if trivial is None else bool(bound >= float(trivial))
-    line = f"measured {measured:.4g} <= bound {bound:.4g}? tightness {tight:.3g}"
+    shown = f"{tight:.3g}" if math.isfinite(tight) else "∞ (measured ≤ 0)"
+    line = f"measured {measured:.4g} <= bound {bound:.4g}? tightness {shown}"
     if vac is not None:
         line += f"; trivial bound {float(trivial):.4g}" + (" (VACUOUS)" if vac else "")
     return Outcome(measured=measured, theoretical=bound, holds=measured <= bound,
@@ -184,7 +200,9 @@ class Result:
             "size": self.size, "figures": list(self.figures),
         }
         if c.kind in BOUND_KINDS or self.tightness is not None:
-            out["tightness"] = self.tightness
+            out["tightness"], note = json_tightness(self.tightness)
+            if note:
+                out["tightness_note"] = note
             out["vacuous"] = self.vacuous
         if self.extra:
             out["extra"] = _jsonable(self.extra)

@@ -11,7 +11,9 @@
                  "results": [Result.to_dict() per seed]}, ...]}
 
 Non-finite floats are stored as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict
-JSON); values JSON cannot hold are stored as their ``repr``.
+JSON); values JSON cannot hold are stored as their ``repr``.  A bound result's ``tightness``
+(bound / measured) with a measurement of 0 is ``null``, with ``tightness_note`` saying why
+(:func:`verification.registry.json_tightness`; report.md shows ∞).
 """
 
 from __future__ import annotations

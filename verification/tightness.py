@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from verification.registry import BOUND_KINDS, Result, Verdict
+from verification.registry import BOUND_KINDS, Result, Verdict, json_tightness
 from verification.suite import SuiteRun
 
 __all__ = ["tightness_rows", "tightness_markdown"]
@@ -39,18 +39,21 @@ def _deciding(results: tuple[Result, ...]) -> Result | None:
 
 
 def tightness_rows(suite: SuiteRun) -> list[dict[str, Any]]:
-    """One dict per ``bound``/``envelope`` check: id, reference, kind, verdict, measured,
-    bound, tightness, vacuous (True/False/None), C (envelopes), seed."""
+    """One dict per ``bound``/``envelope`` check (JSON values): id, reference, kind,
+    verdict, measured, bound, tightness (``None`` when the measurement is <= 0, with
+    ``tightness_note`` saying so; else the note is ``None``), vacuous (True/False/None),
+    C (envelopes), seed."""
     rows = []
     for run in suite.runs:
         if run.check.kind not in BOUND_KINDS:
             continue
         r = _deciding(run.results)
+        tightness, note = json_tightness(None if r is None else r.tightness)
         rows.append({"id": run.check.id, "reference": run.check.reference,
                      "kind": run.check.kind, "verdict": run.verdict.value,
                      "measured": None if r is None else r.measured,
                      "bound": None if r is None else r.theoretical,
-                     "tightness": None if r is None else r.tightness,
+                     "tightness": tightness, "tightness_note": note,
                      "vacuous": None if r is None else r.vacuous,
                      "C": None if r is None else r.extra.get("C"),
                      "seed": None if r is None else r.seed})
@@ -76,6 +79,7 @@ def tightness_markdown(suite: SuiteRun) -> list[str]:
         bound = _num(row["bound"]) + (f" (C = {_num(row['C'])})" if row["C"] is not None
                                       else "")
         ref = row["reference"].replace("|", "\\|")
+        tight = "∞" if row["tightness_note"] else _num(row["tightness"])
         lines.append(f"| `{row['id']}` — {ref} | {row['kind']} | {_num(row['measured'])} "
-                     f"| {bound} | {_num(row['tightness'])} | {vac} | **{row['verdict']}** |")
+                     f"| {bound} | {tight} | {vac} | **{row['verdict']}** |")
     return lines

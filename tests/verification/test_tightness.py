@@ -123,3 +123,41 @@ def test_figure_without_results_says_so_and_runs_nothing(tmp_path, monkeypatch):
     assert png.is_file()
     assert csv_path.read_text(encoding="utf-8").strip().splitlines() == [
         "check,verdict,variable,x,measured,bound,trivial"]
+
+
+def _strict(text):
+    """json.loads refusing NaN/Infinity (strict JSON)."""
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_measurement_of_zero_gives_null_tightness_with_a_note_and_inf_in_markdown(
+        fake_registry, tmp_path):
+    # seed 0 measures 0 everywhere (bound / measured has no finite value), seed 1 measures
+    # 1 at the last point (tightness 4): the deciding seed (and the figure's) is 1; with one
+    # seed, seed 0
+    from verification.registry import UNBOUNDED_TIGHTNESS
+
+    @check("fake.bound_zero", paper="P", reference="Lemma 4", kind="bound")
+    def zero(ctx):
+        return grid_bound_outcome("n", [1, 2], [0.0, float(ctx.seed)], [4.0, 4.0])
+
+    for seeds, want in (("1", None), ("2", 4.0)):
+        out = tmp_path / f"out{seeds}"
+        assert main(["verify", "--quick", "--kind", "bound", "--seeds", seeds, "--out",
+                     str(out), "--no-progress"]) == 0
+        text = (out / "results.json").read_text(encoding="utf-8")
+        assert "Infinity" not in text
+        (entry,) = _strict(text)["checks"]
+        first = entry["results"][0]
+        assert first["tightness"] is None and first["tightness_note"] == UNBOUNDED_TIGHTNESS
+        assert "tightness ∞" in first["detail"]
+        if want is not None:
+            assert entry["results"][1]["tightness"] == want
+            assert "tightness_note" not in entry["results"][1]
+        report = (out / "report.md").read_text(encoding="utf-8")
+        section = report.split("## Tightness of the bounds", 1)[1]
+        row = next(ln for ln in section.splitlines() if ln.startswith("| `fake.bound_zero"))
+        assert [c.strip() for c in row.split("|")][5] == ("∞" if want is None else "4")
+        assert bound_tightness.series(entry)["measured"] == [0.0, 0.0 if want is None else 1.0]

@@ -255,11 +255,12 @@ def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: 
                      ) -> dict[str, Any]:
     """Metrics of every model the algorithm evaluates, at ``state``: one fused pass over
     the test split and (``train_loss``) one over the train split for all models together
-    (:func:`algorithms.evaluation.evaluate_models`)."""
+    (:func:`algorithms.evaluation.evaluate_models`; the loss only there: the train accuracy
+    is not recorded)."""
     entry: dict[str, Any] = {"round": state.round}
     models = algorithm.evaluated(state)
     test = evaluate_models(model, models, federation.test)
-    train = evaluate_models(model, models, federation.train) if train_loss else {}
+    train = evaluate_models(model, models, federation.train, accuracy=False) if train_loss else {}
     w = federation.test.counts.double()
     wt = federation.train.counts.double()
     for name in models:

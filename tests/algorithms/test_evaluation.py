@@ -5,7 +5,9 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from algorithms.evaluation import evaluate, evaluate_models, summarize, tail_size
+import algorithms.evaluation as evaluation
+from algorithms.evaluation import (blocked_layout, evaluate, evaluate_models, summarize,
+                                   tail_size)
 from algorithms.models import DNN, MLP, MLR
 from synthetic.federation import Federation
 
@@ -66,10 +68,14 @@ def _federation(sizes=(7, 40, 3, 130, 2, 19), dim=5, classes=4, seed=0):
                                          dtype=torch.float64)
 
 
+@pytest.mark.parametrize("cache", [True, False])
 @pytest.mark.parametrize("block", [None, 1, 3, 8, 256])
 @pytest.mark.parametrize("model", [MLR(5, 4), DNN(5, 4, hidden=6)])
-def test_fused_evaluation_matches_a_per_client_loop(model, block):
-    # personalized [N], global [1] and local [N] together, as pFedMe's runner asks
+def test_fused_evaluation_matches_a_per_client_loop(model, block, cache, monkeypatch):
+    # personalized [N], global [1] and local [N] together, as pFedMe's runner asks; with the
+    # blocked copy kept between calls (the default) and gathered per group (CACHE_BYTES = 0)
+    if not cache:
+        monkeypatch.setattr(evaluation, "CACHE_BYTES", 0)
     fed = _federation()
     n = fed.num_clients
     models = {"personalized": model.init(n, seed=1, dtype=torch.float64, same=False),
@@ -83,6 +89,42 @@ def test_fused_evaluation_matches_a_per_client_loop(model, block):
             torch.testing.assert_close(got[name][0], acc, rtol=0, atol=1e-12)
             # float64 throughout; log_softmax vs cross_entropy differ by rounding only
             torch.testing.assert_close(got[name][1], loss, rtol=1e-12, atol=1e-12)
+
+
+def test_blocked_copy_is_kept_and_renewed_when_the_data_change():
+    fed = _federation()
+    split, model = fed.test, MLR(5, 4)
+    params = model.init(fed.num_clients, seed=5, dtype=torch.float64, same=False)
+    first = blocked_layout(split, 8)
+    assert blocked_layout(split, 8) is first                 # kept: no second copy
+    assert blocked_layout(split, 16) is not first            # another block size: new copy
+    evaluate(model, params, split, block=8)
+    split.x.mul_(-2.0)                                       # in place: same storage
+    split.y.copy_(split.y.flip(0))
+    acc, loss = evaluate(model, params, split, block=8)      # must not read the old copy
+    ref_acc, ref_loss = _loop_metrics(model, params, split)
+    torch.testing.assert_close(acc, ref_acc, rtol=0, atol=1e-12)
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-12, atol=1e-12)
+
+
+def test_no_copy_above_the_budget(monkeypatch):
+    fed = _federation()
+    x_bytes = fed.test.x.numel() * fed.test.x.element_size()
+    monkeypatch.setattr(evaluation, "CACHE_BYTES", x_bytes)   # the padded copy is larger
+    assert blocked_layout(fed.test, 8) is None
+    assert "_eval_layout" not in fed.test.__dict__
+
+
+def test_loss_only_equals_the_full_evaluation():
+    fed = _federation()
+    model = MLR(5, 4)
+    models = {"p": model.init(fed.num_clients, seed=6, dtype=torch.float64, same=False),
+              "g": model.init(1, seed=7, dtype=torch.float64)}
+    full = evaluate_models(model, models, fed.train)
+    loss_only = evaluate_models(model, models, fed.train, accuracy=False)
+    for name in models:
+        assert loss_only[name][0] is None
+        assert torch.equal(loss_only[name][1], full[name][1])
 
 
 def test_float32_evaluation_matches_the_loop():

@@ -11,14 +11,26 @@ Modelled on the public pFedMe code (``serverpFedMe.py`` / ``userpFedMe.py`` /
   mini-batch, the step being pFedMe's ``θ ← θ − η_p (∇f + λ(θ − w))``, then moves its
   local model ``w ← w − ηλ(w − θ)``; the server averages the local models of ``S``
   sampled clients;
-* evaluation (as ``pflt run`` does every round): for each client and each of the three
-  models (personalized θ, global, local w) one forward pass over its whole test set and one
-  over its whole train set, accuracy and loss read back per client.
+* evaluation (as ``pflt run`` does every round), for each client and each of the three
+  models (personalized θ, global, local w), accuracy and loss on its whole test set and on
+  its whole train set, read back per client — two ways:
+
+  - :meth:`ReferencePFedMe.evaluate` (the baseline): as the public code's
+    ``userbase.User.test`` / ``train_error_and_loss``: the model's parameters are copied
+    into the client's ``nn.Linear`` (``update_parameters``), then a ``DataLoader`` over the
+    client's data kept as a list of ``(x, y)`` samples, with the whole split as one batch
+    (``testloaderfull`` / ``trainloaderfull``), is iterated — so every evaluation collates
+    the split sample by sample;
+  - :meth:`ReferencePFedMe.evaluate_sliced` (an optimistic second baseline, faster than
+    any per-client library we know of): one ``F.linear`` on each client's slice of the
+    flat tensors, no ``DataLoader``.
 
 It shares no code with the batched engine beyond the data and the hyper-parameters.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -41,6 +53,12 @@ class Client:
                                  batch_size=batch_size, shuffle=True, generator=gen)
         self.batches = iter(self.loader)
         self.loss = nn.NLLLoss()
+        # evaluation as userbase.User: samples as a list of (x, y), the whole split one batch
+        test = list(zip(self.test_x, self.test_y))
+        train = list(zip(self.train_x, self.train_y))
+        self.testloaderfull = DataLoader(test, len(test))
+        self.trainloaderfull = DataLoader(train, len(train))
+        self.eval_model = nn.Linear(fed.train.x.shape[1], fed.num_classes).to(fed.device)
 
     def next_batch(self):
         try:
@@ -72,7 +90,26 @@ class Client:
 
     @torch.no_grad()
     def metrics(self, params) -> list[float]:
-        """Accuracy and loss on the test set, then on the train set, with ``params``."""
+        """Accuracy and loss on the test set, then on the train set, with ``params``: the
+        parameters copied into a model, then each full-split ``DataLoader`` iterated."""
+        for p, new in zip(self.eval_model.parameters(), params):  # update_parameters
+            p.data = new.data.clone()
+        self.eval_model.eval()
+        out = []
+        for loader in (self.testloaderfull, self.trainloaderfull):
+            correct, loss, count = 0, 0.0, 0
+            for x, y in loader:
+                logp = torch.log_softmax(self.eval_model(x), 1)
+                correct += (torch.argmax(logp, 1) == y).sum().item()
+                loss += self.loss(logp, y).item() * len(y)
+                count += len(y)
+            out += [correct / count, loss / count]
+        return out
+
+    @torch.no_grad()
+    def metrics_sliced(self, params) -> list[float]:
+        """As :meth:`metrics`, with one ``F.linear`` on the client's slices of the flat
+        tensors (no model copy, no ``DataLoader``)."""
         out = []
         for x, y in ((self.test_x, self.test_y), (self.train_x, self.train_y)):
             logp = torch.log_softmax(torch.nn.functional.linear(x, *params), 1)
@@ -83,12 +120,13 @@ class Client:
 class ReferencePFedMe:
     """The per-client baseline: ``round()`` trains, ``evaluate()`` evaluates three models."""
 
-    def __init__(self, alg, fed, seed: int = 0, num_clients: int | None = None):
-        """``num_clients``: only the first clients (the cost per client is what scales)."""
+    def __init__(self, alg, fed, seed: int = 0, clients: Sequence[int] | None = None):
+        """``clients``: only these clients (default: all); a benchmark timing a subset
+        scales the time by ``N / len(clients)``."""
         self.alg, self.fed = alg, fed
         torch.manual_seed(seed)
-        n = fed.num_clients if num_clients is None else min(num_clients, fed.num_clients)
-        self.clients = [Client(fed, i, alg.batch_size, seed) for i in range(n)]
+        ids = range(fed.num_clients) if clients is None else clients
+        self.clients = [Client(fed, int(i), alg.batch_size, seed) for i in ids]
         self.global_params = [p.detach().clone() for p in self.clients[0].model.parameters()]
         self.rng = np.random.RandomState(seed)
 
@@ -105,11 +143,19 @@ class ReferencePFedMe:
         b = self.alg.beta
         self.global_params = [(1 - b) * g + b * m for g, m in zip(self.global_params, mean)]
 
-    def evaluate(self) -> dict[str, np.ndarray]:
-        """Per-client [test acc, test loss, train acc, train loss] of the three models."""
+    def _evaluate(self, metrics) -> dict[str, np.ndarray]:
         out = {"personalized": [], "global": [], "local": []}
         for c in self.clients:
-            out["personalized"].append(c.metrics([p.detach() for p in c.model.parameters()]))
-            out["global"].append(c.metrics(self.global_params))
-            out["local"].append(c.metrics(c.local))
+            out["personalized"].append(metrics(c, [p.detach() for p in c.model.parameters()]))
+            out["global"].append(metrics(c, self.global_params))
+            out["local"].append(metrics(c, c.local))
         return {k: np.asarray(v) for k, v in out.items()}
+
+    def evaluate(self) -> dict[str, np.ndarray]:
+        """Per-client [test acc, test loss, train acc, train loss] of the three models,
+        through the full-split ``DataLoader`` of each client (the public code's way)."""
+        return self._evaluate(Client.metrics)
+
+    def evaluate_sliced(self) -> dict[str, np.ndarray]:
+        """The same numbers from direct slices of the flat tensors (optimistic baseline)."""
+        return self._evaluate(Client.metrics_sliced)

@@ -7,8 +7,9 @@ Per-client accuracy and mean cross-entropy are computed over each client's *whol
   (:meth:`synthetic.federation.Split.blocks`; only each client's last block is padded);
 * the blocked copy of the split's features and labels does not depend on the models, so
   it is gathered once and kept with the split (:func:`blocked_layout`) when it fits
-  ``CACHE_BYTES`` (64 MB: Synthetic(0.5, 0.5) at N = 100 needs 42 + 14 MB): later evaluations — every round — read it in place instead
-  of gathering again; above that, each group of blocks is gathered when it is used;
+  ``CACHE_BYTES`` (64 MB; Synthetic(0.5, 0.5) at N = 100: 41 MB train, 14 MB test):
+  later evaluations — every round — read it in place; above that, each group of blocks is
+  gathered when it is used;
 * a group of blocks is shared by all models; per-client models are applied with one
   batched matrix product per group, shared (``[1, ...]``) models with one plain matrix
   product;

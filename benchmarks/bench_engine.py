@@ -25,8 +25,9 @@ spaced clients and its times are scaled by N / that (marked ``*``).
 FLOPs are what the algorithm needs, not what the engine happens to compute: a training
 step is the textbook two matrix products per client — logits ``x W`` and the weight
 gradient ``xᵀ g``, ``2·|D|·d·C`` each — so ``4·|D|·d·C`` per step and ``N·R·K`` steps a
-round (bias, softmax and the prox update are not counted); an evaluation is ``2·d·C`` per
-sample per model.  Peak: the same process's ``1024×1024`` float32 matrix product at that
+round (bias, softmax and the prox update are not counted); an engine that reformulates
+the step (e.g. in logit space) may do fewer, and its GFLOP/s are then textbook-equivalent.
+An evaluation is ``2·d·C`` per sample per model.  Peak: the same process's ``1024×1024`` float32 matrix product at that
 thread count, the best seen over the run (measured at the start and before each row).  The *floor* of a phase is its FLOPs at that peak: evaluation cannot take
 less, so "evaluation ≤ 0.5 × a training round" is out of reach by arithmetic once a round
 takes less than twice the evaluation floor.  Timings are the minimum of ``--repeats``
@@ -159,8 +160,9 @@ def report(rows: list[dict], args, device, started, load0, load1) -> None:
         r0 = next(r for r in rows if r["threads"] == threads)
         print(f"threads={threads}: 1024² matmul peak {r0['peak']:.1f} GFLOP/s; per-client "
               f"step product (100 × [10,60]@[60,20] bmm) {r0['bmm']:.1f} GFLOP/s")
-    print("FLOPs: training = N·R·K·2·(2·|D|·d·C) (the two textbook products per step); "
-          "evaluation = 3 models · 2·d·C · samples; floor = FLOPs / matmul peak")
+    print("FLOPs: training = N·R·K·2·(2·|D|·d·C) (the two textbook products per step; "
+          "GFLOP/s are textbook-equivalent if the engine computes fewer); evaluation = "
+          "3 models · 2·d·C · samples; floor = FLOPs / matmul peak")
     print()
     print("| N | thr | load | samples | engine train s | engine eval s | eval/train "
           "| baseline train s | baseline eval s: DataLoader | sliced | × train "

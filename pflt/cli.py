@@ -10,7 +10,9 @@ Error contract: every anticipated error — bad options (argparse), :class:`User
 ``OverflowError``, ``MemoryError`` and CUDA out-of-memory — is reported as *one line*
 ``pflt <command>: error: <message>`` on stderr with exit code 2, no traceback (set
 ``PFLT_DEBUG=1`` to see it).  A run that diverges exits 1 (see :mod:`algorithms.runner`).
-Anything else is a bug and keeps its traceback.
+A reader that closes standard output early (``pflt select-k … | head -1``) ends the command
+quietly with exit code 141 (= 128 + SIGPIPE, what a shell reports for a process killed by
+it), nothing on stderr.  Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def one_line(exc: BaseException) -> str:
 
 
 def _anticipated(exc: BaseException) -> bool:
+    if isinstance(exc, BrokenPipeError):    # stdout closed by its reader: see main
+        return False
     if isinstance(exc, ANTICIPATED):
         return True
     return type(exc).__name__ == "OutOfMemoryError"  # torch.cuda.OutOfMemoryError
@@ -72,9 +76,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: exit code when standard output was closed by its reader (128 + SIGPIPE)
+CLOSED_STDOUT = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``pflt`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code (0 ok,
-    1 a failure the command reports, 2 a usage error)."""
+    1 a failure the command reports, 2 a usage error, 141 standard output closed early).
+
+    Standard output is flushed here, so a reader that went away (``| head -1``) shows up
+    as :class:`BrokenPipeError` inside this function — at a ``print`` or at that flush,
+    ``--help`` included — and not as a traceback at interpreter exit."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return CLOSED_STDOUT
+
+
+def _stdout_to_devnull() -> None:
+    """Point file descriptor 1 at /dev/null: what is still buffered is dropped at exit
+    instead of failing again (the Python documentation's recipe for SIGPIPE)."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):   # no real descriptor (captured stdout)
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)

@@ -155,3 +155,48 @@ def test_unanticipated_exception_keeps_its_traceback(monkeypatch):
     monkeypatch.setattr(run_cmd, "run", boom)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["run", "--no-progress"])
+
+
+# ---- a reader that closes standard output early (`pflt … | head -1`) -------------------
+
+@pytest.mark.parametrize("argv", [["select-k", "--planted", "40,3,5", "--k-max", "4"],
+                                  ["--help"], ["list"]], ids=lambda a: " ".join(a))
+def test_stdout_closed_by_its_reader_ends_quietly_with_141(argv):
+    # the read end is closed before the child writes (its start-up imports torch, seconds),
+    # so its first write or its final flush meets EPIPE: deterministic, unlike a `head -1`
+    # that may read everything first
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pflt.cli import CLOSED_STDOUT
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "pflt", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=root)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=300)
+    assert err == ""    # before: `pflt select-k: error: [Errno 32] Broken pipe`, exit 2
+    # argparse's own help writer ignores OSError (the help is lost either way): exit 0 there
+    assert code == (0 if argv == ["--help"] else CLOSED_STDOUT) and CLOSED_STDOUT == 141
+
+
+def test_without_the_handler_a_closed_stdout_is_an_error_line(monkeypatch, capsys):
+    # what the handler above replaces: BrokenPipeError is an OSError, which the error
+    # contract would report as `pflt list: error: [Errno 32] Broken pipe` with exit 2
+    import pflt.cli as cli
+    import pflt.commands.list as list_cmd
+
+    def closed(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(list_cmd, "run", closed)
+    monkeypatch.setattr(cli, "_stdout_to_devnull", lambda: None)  # keep the test's own fd 1
+    assert main(["list"]) == cli.CLOSED_STDOUT
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(cli, "_anticipated", lambda exc: isinstance(exc, OSError))
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err == "pflt list: error: [Errno 32] Broken pipe\n"

@@ -7,7 +7,8 @@ is an error.  Defaults are the algorithm's own (for ``pfedme``: pFedMe's synthet
 
 Configuration files: ``--config run.toml`` holds the same options as keys (dashes or
 underscores), hyper-parameters included; options given on the command line override it.
-Unknown keys are an error.  Checkpoints: ``--checkpoint-every k`` writes
+Unknown keys are an error; ``pflt run --config run.toml --help`` shows the file's values next
+to the options (and the hyper-parameters of its algorithm).  Checkpoints: ``--checkpoint-every k`` writes
 ``OUT/checkpoint.pt`` atomically; ``pflt run --resume OUT [--rounds T]`` continues that run
 (bit-identically: per-round randomness derives from (seed, round)).
 """
@@ -37,12 +38,24 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     if getattr(args, "help", False):
-        given = "algorithm" in opts._explicit(getattr(args, "argv", []))
-        print(opts.help_text(args.algorithm if given else None, __doc__), end="")
+        print(_help(args), end="")
         return 0
     options = opts.resolve(args)
     summary = execute(options, progress=not options["no_progress"])
     return 0 if summary is not None else 1
+
+
+def _help(args) -> str:
+    """The help for what was given: with ``--algorithm`` (or a ``--config`` file) that
+    algorithm's hyper-parameters; with ``--config``, every value the file sets next to its
+    option (the algorithm: the command line's, else the file's, else the default)."""
+    given = "algorithm" in opts._explicit(getattr(args, "argv", []))
+    if not args.config:
+        return opts.help_text(args.algorithm if given else None, __doc__)
+    valid = {k for k in vars(args) if k not in ("func", "command", "argv", "help")}
+    config = opts.load_config(args.config, valid)
+    algorithm = args.algorithm if given else config.get("algorithm", args.algorithm)
+    return opts.help_text(algorithm, __doc__, config=config, source=Path(args.config).name)
 
 
 def execute(options: dict, *, progress: bool = True) -> dict | None:

@@ -140,16 +140,28 @@ def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:
                        help=f"{text} [{', '.join(owners)}]")
 
 
-def help_text(algorithm: str | None, description: str = "") -> str:
+def help_text(algorithm: str | None, description: str = "", *,
+              config: dict[str, Any] | None = None, source: str = "") -> str:
     """``pflt run --help``: with ``algorithm``, the common options plus that algorithm's
     hyper-parameters with their defaults, paper symbols and citation; without, the common
-    options and where to find the hyper-parameters (``pflt list algorithms``)."""
+    options and where to find the hyper-parameters (``pflt list algorithms``).
+
+    ``config`` (a ``--config`` file read by :func:`load_config`, named ``source``): every
+    option it sets shows that value, ``[source: value]``, after its help — the value the
+    run takes unless the command line gives another."""
     from pflt import catalog
 
+    config = config or {}
     p = argparse.ArgumentParser(prog="pflt run", add_help=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
     add_common_options(p)
+    for action in p._actions:
+        if action.dest in config:
+            action.help = f"{action.help} {_from(source, config[action.dest])}"
+    if config:
+        p.epilog = (f"[{source}: value]: the value set by --config {source}, used unless "
+                    "the command line gives the option")
     if algorithm is None:
         p.description = description
         p.epilog = ("Hyper-parameters depend on the algorithm; each has its own option "
@@ -162,9 +174,15 @@ def help_text(algorithm: str | None, description: str = "") -> str:
     h = p.add_argument_group(f"{info.name} hyper-parameters")
     for hp in info.hyperparameters:
         symbol = f"{hp.symbol}: " if hp.symbol else ""
+        mine = config.get(f"hp_{hp.name}")
         h.add_argument(hp.option, metavar=type(hp.default).__name__.upper(),
-                       help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%"))
+                       help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")
+                       + ("" if mine is None else " " + _from(source, mine)))
     return p.format_help()
+
+
+def _from(source: str, value: Any) -> str:
+    return f"[{source}: {value!r}]".replace("%", "%%")
 
 
 def _explicit(argv: list[str]) -> set[str]:

@@ -70,6 +70,28 @@ def test_help_documents_every_option(capsys):
         assert opt in text
 
 
+def test_help_with_a_config_shows_its_algorithm_and_values(tmp_path, capsys):
+    cfg = tmp_path / "f.toml"
+    cfg.write_text('algorithm = "ditto"\nrounds = 7\nclients = 12\n'
+                   '[hyperparameters]\nlam = 0.5\n')
+    assert main(["run", "--config", str(cfg), "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())       # argparse's wrapping undone
+    assert "ditto hyper-parameters:" in text and "pfedme hyper-parameters" not in text
+    assert "--rounds ROUNDS communication rounds T (default 50) [f.toml: 7]" in text
+    assert "--clients CLIENTS number of clients N (default 100) [f.toml: 12]" in text
+    assert "global model (default: 0.1) [f.toml: 0.5]" in text
+    assert "--seed SEED training seed" in text and "[f.toml: 0]" not in text  # not in the file
+    # the command line's algorithm wins (the file's lam does not apply to it: not shown)
+    assert main(["run", "--config", str(cfg), "--algorithm", "fedavg", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "fedavg hyper-parameters:" in text and "[f.toml: 0.5]" not in text
+    assert "[f.toml: 7]" in text
+    # a file that would not run is the same one-line error as for the run itself
+    cfg.write_text("bogus = 1\n")
+    assert main(["run", "--config", str(cfg), "--help"]) == 2
+    assert "unknown key 'bogus'" in capsys.readouterr().err
+
+
 def _registered():
     from algorithms.base import registry
     return sorted(registry())

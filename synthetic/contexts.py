@@ -40,13 +40,16 @@ class ContextData:
     ``xs[i]`` [n_i, dim] float64, ``ys[i]`` [n_i] (int64 labels or float64 targets),
     ``assignment`` [N] int64 context of each client, ``context_models`` one entry per
     context: (W [dim, C], b [C]) for classification, the class subset (int array) for label
-    skew, the centre w [dim] for regression.
+    skew, the centre w [dim] for regression.  ``client_models`` one entry per client, the
+    model its data were drawn from (its context's plus τ·noise): (W_i, b_i) for
+    classification, w_i [dim] for regression; ``None`` for label skew (no client model).
     """
 
     xs: tuple[np.ndarray, ...]
     ys: tuple[np.ndarray, ...]
     assignment: np.ndarray
     context_models: tuple[Any, ...]
+    client_models: tuple[Any, ...] | None = None
 
 
 def _counts(num_clients: int, k0: int) -> tuple[int, int]:
@@ -104,7 +107,7 @@ def classification_contexts(num_clients: int, k0: int, *, dim: int = 60, num_cla
     ctx = tuple((sep * rng.normal(size=(dim, c)), sep * rng.normal(size=c)) for _ in range(k))
     counts = _sizes(n, size_range, sizes, size_sigma, rng)
     scale = np.arange(1, dim + 1, dtype=np.float64) ** -0.6  # sd = ((j+1)^-1.2)^(1/2)
-    xs, ys = [], []
+    xs, ys, models = [], [], []
     for i in range(n):
         w, b = ctx[assign[i]]
         w_i, b_i = w + tau * rng.normal(size=w.shape), b + tau * rng.normal(size=b.shape)
@@ -112,7 +115,8 @@ def classification_contexts(num_clients: int, k0: int, *, dim: int = 60, num_cla
         x = v + scale * rng.normal(size=(counts[i], dim))
         xs.append(x)
         ys.append(np.argmax(x @ w_i + b_i, axis=1).astype(np.int64))
-    return ContextData(tuple(xs), tuple(ys), assign, ctx)
+        models.append((w_i, b_i))
+    return ContextData(tuple(xs), tuple(ys), assign, ctx, tuple(models))
 
 
 def _class_subsets(classes: np.ndarray, k: int, per: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -170,7 +174,8 @@ def regression_contexts(num_clients: int, k0: int, *, dim: int = 20, separation:
                         tau: float = 0.1, noise: float = 0.1, size_range: Sequence[int] = (50, 200),
                         sizes: str = "uniform", size_sigma: float = 1.0, seed: int = 0) -> ContextData:
     """Linear regression with K₀ context centres c_k ~ N(0, separation² I_dim):
-    w_i = c_{k(i)} + τ·N(0, I), x ~ N(0, I_dim), y = ⟨w_i, x⟩ + noise·N(0, 1)."""
+    w_i = c_{k(i)} + τ·N(0, I), x ~ N(0, I_dim), y = ⟨w_i, x⟩ + noise·N(0, 1); the w_i are
+    returned as ``client_models``."""
     n, k = _counts(num_clients, k0)
     dim = positive_int("dim", dim)
     sep, tau, noise = positive("separation", separation), nonnegative("tau", tau), nonnegative("noise", noise)
@@ -178,13 +183,14 @@ def regression_contexts(num_clients: int, k0: int, *, dim: int = 20, separation:
     assign = planted_assignment(n, k, rng)
     centres = tuple(sep * rng.normal(size=dim) for _ in range(k))
     counts = _sizes(n, size_range, sizes, size_sigma, rng)
-    xs, ys = [], []
+    xs, ys, models = [], [], []
     for i in range(n):
         w_i = centres[assign[i]] + tau * rng.normal(size=dim)
         x = rng.normal(size=(counts[i], dim))
         xs.append(x)
         ys.append(x @ w_i + noise * rng.normal(size=counts[i]))
-    return ContextData(tuple(xs), tuple(ys), assign, centres)
+        models.append(w_i)
+    return ContextData(tuple(xs), tuple(ys), assign, centres, tuple(models))
 
 
 def planted_model_vectors(num_clients: int, k0: int, dim: int, *, separation: float,

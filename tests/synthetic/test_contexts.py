@@ -74,6 +74,36 @@ def test_regression_contexts_recover_centres_without_noise():
         np.testing.assert_allclose(w, d.context_models[d.assignment[i]], atol=1e-10)
 
 
+def test_regression_contexts_return_the_client_models_the_targets_come_from():
+    # noise 0: least squares on a client's data is its model (to float64 round-off of a
+    # 4-dim solve); with noise the same seed returns the same models (the noise is scaled,
+    # not skipped); τ = 0: every client model is its context's centre
+    d = regression_contexts(8, 3, dim=4, tau=0.5, noise=0.0, size_range=(12, 12), seed=3)
+    assert len(d.client_models) == 8
+    for x, y, w in zip(d.xs, d.ys, d.client_models):
+        assert w.shape == (4,)
+        np.testing.assert_allclose(np.linalg.lstsq(x, y, rcond=None)[0], w, atol=1e-10)
+    spread = [np.abs(w - d.context_models[k]).max() for w, k in zip(d.client_models, d.assignment)]
+    assert min(spread) > 0.01                        # τ = 0.5: not the centres themselves
+    noisy = regression_contexts(8, 3, dim=4, tau=0.5, noise=0.7, size_range=(12, 12), seed=3)
+    for a, b in zip(noisy.client_models, d.client_models):
+        np.testing.assert_array_equal(a, b)
+    flat = regression_contexts(8, 3, dim=4, tau=0.0, noise=0.7, seed=3)
+    for w, k in zip(flat.client_models, flat.assignment):
+        np.testing.assert_array_equal(w, flat.context_models[k])
+
+
+def test_classification_contexts_return_the_client_models_the_labels_come_from():
+    d = classification_contexts(6, 2, dim=5, num_classes=3, tau=0.4, size_range=(30, 30), seed=2)
+    assert len(d.client_models) == 6
+    for x, y, (w, b), k in zip(d.xs, d.ys, d.client_models, d.assignment):
+        assert w.shape == (5, 3) and b.shape == (3,)
+        np.testing.assert_array_equal(y, np.argmax(x @ w + b, axis=1))
+        assert np.abs(w - d.context_models[k][0]).max() > 0.01   # τ·noise added
+    assert label_skew_contexts(np.zeros((40, 2)), np.repeat(np.arange(4), 10), 4, 2,
+                               classes_per_context=2, size_range=(5, 5)).client_models is None
+
+
 def test_planted_model_vectors_min_separation_and_noise():
     x, a = planted_model_vectors(30, 3, 5, separation=7.0, noise=0.0, seed=7)
     centres = np.array([x[a == k][0] for k in range(3)])

@@ -76,7 +76,7 @@ def thm42_gap(ctx: Context) -> Outcome:
                                seed=ctx.seed)
     xs, ys = data.xs, data.ys
     n, d, lam, k = p["clients"], p["dim"], p["lam"], p["k"]
-    w_i = _client_models(p, ctx.seed, data)
+    w_i = np.stack(data.client_models)         # the generator's true client models
     cov, s2 = np.eye(d), p["noise"] ** 2
     sizes = np.array([len(x) for x in xs], dtype=float)
     wts = sizes / sizes.sum()
@@ -126,20 +126,6 @@ def thm42_gap(ctx: Context) -> Outcome:
                "constants": {"L": L, "radius": radius, "B": b_const, "lam_H_population": lam_h_pop,
                              "lam_H_sample_mean": float(lam_h_smp.mean()),
                              "disc_mean": float(disc.mean())}})
-
-
-def _client_models(p: dict, seed: int, data) -> np.ndarray:
-    """The generator's true client models w_i: the same seed with ``noise = 0`` draws the same
-    numbers (the noise draw is scaled, not skipped), so y = Xw_i exactly and least squares
-    recovers w_i to round-off.  Raises if that stops being true (same x, exact fit)."""
-    clean = regression_contexts(p["clients"], p["k"], dim=p["dim"], separation=1.0, tau=0.3,
-                                noise=0.0, size_range=(p["size"], p["size"]), seed=seed)
-    w = np.stack([np.linalg.lstsq(x, y, rcond=None)[0] for x, y in zip(clean.xs, clean.ys)])
-    same_x = all(np.array_equal(a, b) for a, b in zip(clean.xs, data.xs))
-    resid = max(float(np.abs(x @ wi - y).max()) for x, y, wi in zip(clean.xs, clean.ys, w))
-    if not same_x or resid > 1e-10:  # round-off of a d-dim least-squares solve
-        raise ValueError("cannot recover the generator's client models (draw order changed)")
-    return w
 
 
 def _held_out_excess(theta: np.ndarray, w_i: np.ndarray, noise: float, wts: np.ndarray,

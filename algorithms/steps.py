@@ -9,10 +9,15 @@ parameters; any other model takes the generic loop (:func:`generic_prox_steps`).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence, TypeVar
+
 import torch
 
 from algorithms.base import Params
 from algorithms.models import MLR, Model
+
+T = TypeVar("T")
 
 
 def local_sgd(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor,
@@ -103,7 +108,7 @@ def mlr_prox_steps(theta: Params, anchor: Params, x: torch.Tensor, y: torch.Tens
         gram = torch.baddbmm(x.new_ones(()).expand(1, 1, 1), x, xt)   # G = x xᵀ + 1 [N, B, B]
     p_acc = None
     for k in range(steps):
-        p = torch.softmax(z.permute(1, 0, 2).contiguous(), 0).scatter_add_(0, y0, minus_one)
+        p = torch.softmax(torch.permute_copy(z, (1, 0, 2)), 0).scatter_add_(0, y0, minus_one)
         p_acc = p if p_acc is None else torch.add(p, p_acc, alpha=keep)
         if k + 1 < steps:                                         # (2)
             z = torch.baddbmm(torch.add(cza, z, alpha=keep), p.permute(1, 0, 2), gram,
@@ -116,3 +121,21 @@ def mlr_prox_steps(theta: Params, anchor: Params, x: torch.Tensor, y: torch.Tens
                                                        alpha=step)
     b = torch.mul(b0, decay).add_(ba, alpha=pull).sub_(p_acc.sum(2), alpha=step)
     return {"fc.weight": w, "fc.bias": b}
+
+
+def map_tiles(fn: Callable[[int], T], starts: Sequence[int], device) -> list[T]:
+    """``[fn(s) for s in starts]`` for independent client tiles.  On a CPU with ``T =
+    torch.get_num_threads() > 1`` the tiles run in ``T`` Python threads with one torch
+    thread each (torch's count is set to 1 meanwhile and restored): tiny batched kernels
+    split across cores wait at a barrier per op — on a shared machine for a thread the
+    scheduler has parked (pfl_theory.threads) — while whole tiles per thread never meet.
+    Each tile is computed exactly as with one thread, so results do not depend on ``T``."""
+    threads = torch.get_num_threads()
+    if threads == 1 or len(starts) == 1 or torch.device(device).type != "cpu":
+        return [fn(s) for s in starts]
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(min(threads, len(starts))) as pool:
+            return list(pool.map(fn, starts))
+    finally:
+        torch.set_num_threads(threads)

@@ -167,6 +167,29 @@ def test_client_tiles_give_the_same_round(monkeypatch):
             assert torch.equal(tiled.models[name][k], v), (name, k)
 
 
+def test_two_torch_threads_give_the_one_thread_round_bit_for_bit(monkeypatch):
+    # with 2 torch threads the tiles run on 2 Python threads (steps.map_tiles), each tile
+    # exactly as with one thread: the same numbers, and the caller's thread count restored
+    import algorithms.pfedme as pfedme_module
+
+    fed, model = _tiny_fed(), MLR(6, 3)
+    alg = PFedMe(local_rounds=3, batch_size=4, clients_per_round=3)
+    state = alg.init(fed, model, 0)
+    monkeypatch.setattr(pfedme_module, "CLIENT_TILE", 2)   # tiles of 2, 2, 2 and 1 clients
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = alg.round(alg.round(state, fed, model), fed, model)
+        torch.set_num_threads(2)
+        two = alg.round(alg.round(state, fed, model), fed, model)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    for name, params in one.models.items():
+        for k, v in params.items():
+            assert torch.equal(two.models[name][k], v), (name, k)
+
+
 # ---- lazy mini-batches (issue 15: N = 100,000 gathered R·N·|D|·d floats at once) ----------
 
 def _tiny_fed():

@@ -114,3 +114,43 @@ def test_prox_steps_dispatch(monkeypatch):
     got = prox_steps(dnn, dict(params), params, x, y, **kw)
     assert not calls
     _assert_close(got, generic_prox_steps(dnn, dict(params), params, x, y, **kw))
+
+
+def test_map_tiles_runs_tiles_on_threads_of_one_torch_thread_each():
+    # with T = 2 torch threads: results in order, every tile computed with ONE torch thread
+    # (the point: no intra-op barriers), the caller's count restored; T = 1: a plain loop
+    import threading
+
+    before = torch.get_num_threads()
+    seen = []
+
+    def tile(s):
+        seen.append((torch.get_num_threads(), threading.get_ident()))
+        return s * s
+
+    try:
+        torch.set_num_threads(2)
+        assert steps.map_tiles(tile, range(5), "cpu") == [0, 1, 4, 9, 16]
+        assert {t for t, _ in seen} == {1} and torch.get_num_threads() == 2
+        assert threading.get_ident() not in {i for _, i in seen}
+        torch.set_num_threads(1)
+        seen.clear()
+        assert steps.map_tiles(tile, range(3), "cpu") == [0, 1, 4]
+        assert seen == [(1, threading.get_ident())] * 3
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_map_tiles_restores_the_thread_count_when_a_tile_fails():
+    before = torch.get_num_threads()
+
+    def tile(s):
+        raise ValueError(f"tile {s}")
+
+    try:
+        torch.set_num_threads(2)
+        with pytest.raises(ValueError, match="tile"):
+            steps.map_tiles(tile, range(3), "cpu")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -38,8 +38,10 @@ def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
     ``θ ← θ − lr (∇f̃_i(θ) + λ(θ − anchor) + extra_l2 θ)``.
 
     MLR with ``l2 = 0`` goes through :func:`mlr_prox_steps` (the same iterates, computed in
-    logit space); every other model through :func:`generic_prox_steps`."""
-    if isinstance(model, MLR) and model.l2 == 0 and set(theta) == {"fc.weight", "fc.bias"}:
+    logit space); every other model — a subclass with its own ``grad`` too — through
+    :func:`generic_prox_steps`."""
+    if (isinstance(model, MLR) and type(model).grad is MLR.grad and model.l2 == 0
+            and set(theta) == {"fc.weight", "fc.bias"}):
         return mlr_prox_steps(theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
                               extra_l2=extra_l2)
     return generic_prox_steps(model, theta, anchor, x, y, lam=lam, lr=lr, steps=steps,

@@ -108,6 +108,15 @@ def test_prox_steps_dispatch(monkeypatch):
         got = prox_steps(model, dict(theta), anchor, x, y, **kw)
         assert bool(calls) is fast_path
         _assert_close(got, generic_prox_steps(model, dict(theta), anchor, x, y, **kw))
+    class BiasL2(MLR):              # another objective behind MLR's name: its own gradient
+        def grad(self, params, x, y):
+            g, loss = super().grad(params, x, y)
+            return {**g, "fc.bias": g["fc.bias"] + params["fc.bias"]}, loss
+
+    calls.clear()
+    got = prox_steps(BiasL2(4, 3), dict(theta), anchor, x, y, **kw)
+    assert not calls
+    _assert_close(got, generic_prox_steps(BiasL2(4, 3), dict(theta), anchor, x, y, **kw))
     dnn = DNN(4, 3, hidden=5)
     params = dnn.init(2, seed=0, dtype=F64, same=False)
     calls.clear()

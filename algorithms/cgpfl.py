@@ -269,8 +269,10 @@ class CGPFLHeur(_CGPFLBase):
     K = 1 … K_max = ``k_max``, μ = ``mu``, chosen in round ``select_round``; then CGPFL with
     λ = ``lam``, η = ``personal_lr``, S = ``inner_steps``, β = ``lr`` (not η), α = ``alpha``."""
     k_max: int = hp(0, "largest K searched by e(K) (0: N/2, the paper's bound)", symbol="K_max")
-    mu: float = hp(1.0, "weight μ of cost(Θ,Ω;K) in e(K) (stands in for λ + L/2)", check=positive,
-                   symbol="μ")
+    mu: float = hp(0.0, "weight μ of cost(Θ,Ω;K) in e(K), in the models' units (stands in "
+                        "for λ + L/2); 0 (default): the scale-free μ = 1/cost(1) of "
+                        "pfl_theory.cgpfl.select_k (K̂ unchanged when the models are rescaled)",
+                   check=nonnegative, symbol="μ")
     select_round: int = hp(0, "round in which K̂ = argmin e(K) is chosen and frozen", symbol="—")
     select_on: str = hp("uploads", "models clustered by e(K): 'uploads' (ω̃_{i,R}) or "
                                    "'personalized' (θ̃_i)", symbol="—")
@@ -286,7 +288,7 @@ class CGPFLHeur(_CGPFLBase):
         return 1
 
     def cluster(self, state, fed, uploads, theta, rows):
-        from pfl_theory.cgpfl import select_k
+        from pfl_theory.cgpfl import RELATIVE_MU, select_k
 
         omega, n = state.models["context"], rows.numel()
         k = next(iter(omega.values())).shape[0]
@@ -295,7 +297,7 @@ class CGPFLHeur(_CGPFLBase):
             return res.labels.to(fed.device), omega, {}
         models = flatten(uploads if self.select_on == "uploads" else theta)
         k_max = min(self.k_max or max(1, n // 2), n)
-        sel = select_k(models.detach().cpu().double().numpy(), mu=self.mu,
+        sel = select_k(models.detach().cpu().double().numpy(), mu=self.mu or RELATIVE_MU,
                        m=fed.train.counts[rows].cpu().double().numpy(), k_max=k_max,
                        restarts=self.kmeans_restarts, seed=state.seed % 2**31)
         labels = torch.as_tensor(sel.clusterings[sel.k_hat - 1].labels, device=fed.device).long()

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from algorithms.cgpfl_validation import holdout_split as split_folds  # re-exported (same split)
 from pfl_theory.validation import positive_int
-from synthetic.federation import Federation, Split
+from synthetic.federation import Federation
 
 __all__ = ["SelectionCase", "context_counts", "planted_assignment", "make_case_federation",
            "split_folds", "planted_vectors"]
@@ -115,33 +116,6 @@ def make_case_federation(case: SelectionCase, *, dtype=torch.float64, device=Non
     fed = Federation.from_client_arrays(xs, ys, num_classes=NUM_CLASSES, seed=case.seed,
                                         dtype=dtype, device=device, name=case.name)
     return fed, assign
-
-
-def split_folds(fed: Federation, *, folds: int = 4, fold: int = 0, seed: int = 0) -> Federation:
-    """Cross-validation fold of ``fed``'s *training* data: each client's training samples are
-    permuted (``default_rng(seed)``) and cut into ``folds`` near-equal chunks; chunk ``fold``
-    becomes the *test* split (validation), the others the *train* split.  ``fed``'s test data
-    are not used.  Every client needs at least ``folds`` training samples."""
-    folds = positive_int("folds", folds, minimum=2)
-    if not 0 <= fold < folds:
-        raise ValueError(f"fold must be in [0, {folds}), got {fold}")
-    tr = fed.train
-    rng = np.random.default_rng(seed)
-    tr_idx, va_idx = [], []
-    for off, cnt in zip(tr.offsets.tolist(), tr.counts.tolist()):
-        if cnt < folds:
-            raise ValueError(f"a client has {cnt} training samples < folds = {folds}")
-        chunks = np.array_split(off + rng.permutation(cnt), folds)
-        va_idx.append(chunks[fold])
-        tr_idx.append(np.concatenate([c for j, c in enumerate(chunks) if j != fold]))
-
-    def part(idx: list[np.ndarray]) -> Split:
-        counts = torch.tensor([a.size for a in idx], dtype=torch.long)
-        flat = torch.as_tensor(np.concatenate(idx), device=tr.x.device)
-        dev = tr.x.device
-        return Split(tr.x[flat], tr.y[flat], (torch.cumsum(counts, 0) - counts).to(dev), counts.to(dev))
-
-    return Federation(part(tr_idx), part(va_idx), fed.num_classes, f"{fed.name}-fold{fold}")
 
 
 def planted_vectors(n: int, k0: int, dim: int, *, sizes: str, separation: float, noise: float,

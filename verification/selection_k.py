@@ -44,34 +44,44 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from algorithms.base import flatten, get_algorithm, unflatten
+from algorithms.base import flatten, get_algorithm
+from algorithms.cgpfl_validation import validation_select_k
 from algorithms.evaluation import evaluate
 from algorithms.models import build_model
 from pfl_theory.cgpfl import select_k
-from pfl_theory.cgpfl_selection import bic_curve
+from pfl_theory.cgpfl_selection import bic_curve, cluster_path
 from pfl_theory.threads import set_torch_threads, single_blas_thread
 from pfl_theory.validation import positive_int
 from verification.experiments_cgpfl import CGPFL_HP
 from verification.selection_data import SelectionCase, make_case_federation
+from verification.selection_k_scores import argmax_first, peer_curve, records
+from verification.selection_k_scores import summarise as _summarise
 
 __all__ = ["SELECTORS", "BenchConfig", "QUICK", "FULL", "quick_cases", "medium_cases", "full_cases",
            "run_case", "run_benchmark", "summarise"]
 
 TRAIN_RESTARTS = 3  # server k-means restarts inside CGPFL training (budget; the clusters are stable)
-SELECTORS = ("e_relative", "e_lambda", "bic", "peer", "peer_1se", "grid_other_seed")
+SELECTORS = ("e_relative", "e_lambda", "bic", "peer", "peer_1se", "peer_val", "val",
+             "val_1se_small", "val_1se_large", "grid_other_seed", "planted_k0")
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     """Training budget of the benchmark (``rounds`` CGPFL rounds per K, ``seeds`` training
     seeds, K ≤ ``k_cap``, selection on the round-``select_round`` models, k-means
-    ``restarts`` of the selectors)."""
+    ``restarts`` of the selectors; the validation selectors hold out 1/``val_folds`` of each
+    client's training data, warm up ``val_warmup`` rounds and train ``val_rounds`` rounds per
+    K — ``val_rounds = 0`` leaves them out)."""
 
     rounds: int = 10
     seeds: int = 2
     k_cap: int = 10
     select_round: int = 3
     restarts: int = 30
+    val_warmup: int = 3
+    val_rounds: int = 3
+    val_folds: int = 4
+    val_cv: int = 1
 
 
 QUICK = BenchConfig(rounds=8, seeds=2, k_cap=6, select_round=3, restarts=10)
@@ -126,78 +136,85 @@ def _train(fed, model, k: int, rounds: int, seed: int, capture: int = 0):
     return _accuracy(model, alg.evaluated(state)["personalized"], fed.test), captured, state
 
 
-def _peer_validation(theta: np.ndarray, path, fed, model, like) -> tuple[np.ndarray, float]:
-    """Accuracy curve of the leave-one-out context models (module docstring, ``peer``) on the
-    clients' own training data, and the binomial standard error of its maximum."""
-    w = fed.train.counts.cpu().double().numpy()
-    n_tr = fed.train.counts.double()
-    glob = (w @ theta - w[:, None] * theta) / (w.sum() - w)[:, None]  # K = 1 leave-one-out
-    curve = []
-    for cl in path.clusterings:
-        lab = np.asarray(cl.labels)
-        k = int(lab.max()) + 1
-        sums = np.zeros((k, theta.shape[1]))
-        np.add.at(sums, lab, w[:, None] * theta)
-        mass = np.bincount(lab, weights=w, minlength=k)
-        rest = mass[lab] - w
-        loo = np.where(rest[:, None] > 0, (sums[lab] - w[:, None] * theta)
-                       / np.maximum(rest, 1e-300)[:, None], glob)
-        params = unflatten(torch.as_tensor(loo, dtype=fed.dtype, device=fed.device), like)
-        acc, _ = evaluate(model, params, fed.train)
-        curve.append(float((acc.cpu() * n_tr.cpu()).sum() / n_tr.sum()))
-    curve = np.asarray(curve)
-    top = curve.max()
-    return curve, float(np.sqrt(top * (1 - top) / float(n_tr.sum())))
-
-
-def _argmax_first(curve: np.ndarray) -> int:
-    """1-based index of the first maximum (smallest K on ties)."""
-    return int(np.flatnonzero(curve >= curve.max() - 1e-12)[0]) + 1
-
-
-def _selections(theta: np.ndarray, like, fed, model, cfg: BenchConfig, seed: int, k_hi: int) -> dict:
+def _selections(theta: np.ndarray, like, fed, model, cfg: BenchConfig, seed: int, k_hi: int,
+                seconds: dict) -> dict:
+    """The model-only selectors and ``peer`` on the K = 1 run's θ̃ (full training data)."""
+    t0 = time.perf_counter()
     m = fed.train.counts.cpu().double().numpy()
     sel = select_k(theta, m=m, k_max=k_hi, restarts=cfg.restarts, seed=seed)
     lam = CGPFL_HP["lam"]
     with np.errstate(over="ignore", invalid="ignore"):
         e_lam = sel.complexity_terms + lam * sel.costs
     bic = bic_curve(sel.path, dim=theta.shape[1])
-    curve, se = _peer_validation(theta, sel.path, fed, model, like)
+    t1 = time.perf_counter()
+    curve, se = peer_curve(theta, sel.path, fed.train, m, model, like, dtype=fed.dtype,
+                           device=fed.device)
+    t2 = time.perf_counter()
+    for name in ("e_relative", "e_lambda", "bic"):
+        seconds[name] = seconds.get(name, 0.0) + (t1 - t0)
+    for name in ("peer", "peer_1se"):
+        seconds[name] = seconds.get(name, 0.0) + (t1 - t0) + (t2 - t1)
     return {"e_relative": sel.k_hat, "e_lambda": int(sel.ks[np.argmin(e_lam)]),
-            "bic": int(sel.ks[np.argmin(bic)]), "peer": _argmax_first(curve),
+            "bic": int(sel.ks[np.argmin(bic)]), "peer": argmax_first(curve),
             "peer_1se": int(np.flatnonzero(curve >= curve.max() - se)[0]) + 1}
 
 
+def _validation(fed, model, cfg: BenchConfig, seed: int, k_hi: int, seconds: dict) -> dict:
+    """``val_*`` (short CGPFL runs per K scored on a held-out part of each client's training
+    data, :func:`algorithms.cgpfl_validation.validation_select_k`) and ``peer_val`` (the
+    ``peer`` curve of the first fold's warm-up θ̃, fitted on the fit part, scored on the
+    held-out part: no client's own training data in its score)."""
+    t0 = time.perf_counter()
+    res = validation_select_k(fed, model, CGPFL_HP, k_max=k_hi, warmup_rounds=cfg.val_warmup,
+                              rounds=cfg.val_rounds, folds=cfg.val_folds, cv=cfg.val_cv,
+                              seed=seed, kmeans_restarts=TRAIN_RESTARTS)
+    t1 = time.perf_counter()
+    split, state = res.warmups[0]
+    theta = flatten(state.models["personalized"]).detach().cpu().double().numpy()
+    m = split.train.counts.cpu().double().numpy()
+    path = cluster_path(theta, weights=m, k_max=k_hi, restarts=cfg.restarts, seed=seed)
+    like = {n: v[:1] for n, v in state.models["personalized"].items()}
+    curve, _ = peer_curve(theta, path, split.test, m, model, like, dtype=fed.dtype, device=fed.device)
+    t2 = time.perf_counter()
+    out = {f"val_{r}" if r != "max" else "val": k for r, k in res.k_hat.items()}
+    for name in out:
+        seconds[name] = seconds.get(name, 0.0) + (t1 - t0)
+    # the warm-up is a 1/(1 + k_hi·rounds/warmup) share of the validation run
+    share = cfg.val_warmup / (cfg.val_warmup + k_hi * cfg.val_rounds) / cfg.val_cv
+    seconds["peer_val"] = seconds.get("peer_val", 0.0) + share * (t1 - t0) + (t2 - t1)
+    return {**out, "peer_val": argmax_first(curve)}
+
+
 def run_case(case: SelectionCase, cfg: BenchConfig = FULL) -> dict:
-    """Train the K grid on ``case`` for every seed; returns the accuracy curves, best K and
-    every selector's K̂ per seed (records for :func:`summarise`)."""
+    """Train the K grid on ``case`` for every seed; returns the accuracy curves, best K, the
+    noise-aware set of best K, every selector's K̂ per seed (records for :func:`summarise`)
+    and the mean seconds per seed of each selector (``grid``: one seed's whole K grid)."""
     fed, assign = make_case_federation(case)
     model = build_model("mlr", fed)
     k_hi = max(1, min(case.n // 2, cfg.k_cap))
     acc = np.zeros((cfg.seeds, k_hi))
-    picks = []
+    picks, seconds = [], {}
     for s in range(cfg.seeds):
         theta = like = None
+        t0 = time.perf_counter()
         for k in range(1, k_hi + 1):
             a, cap, st = _train(fed, model, k, cfg.rounds, s, capture=cfg.select_round if k == 1 else 0)
             acc[s, k - 1] = a
             if k == 1:
                 theta, like = cap, {n: v[:1] for n, v in st.models["personalized"].items()}
-        picks.append(_selections(theta, like, fed, model, cfg, s, k_hi))
-    mean = acc.mean(0)
-    best = _argmax_first(mean)
-    if cfg.seeds > 1:
-        for s, p in enumerate(picks):
-            p["grid_other_seed"] = _argmax_first(acc[(s + 1) % cfg.seeds])
-    records = []
+        seconds["grid_other_seed"] = seconds.get("grid_other_seed", 0.0) + time.perf_counter() - t0
+        pick = _selections(theta, like, fed, model, cfg, s, k_hi, seconds)
+        if cfg.val_rounds > 0:
+            pick.update(_validation(fed, model, cfg, s, k_hi, seconds))
+        picks.append(pick)
     for s, p in enumerate(picks):
-        for name, k_hat in p.items():
-            records.append({"case": case.name, "kind": case.kind, "n": case.n, "k0": case.k0,
-                            "sizes": case.sizes, "difficulty": case.difficulty, "seed": s,
-                            "selector": name, "k_hat": k_hat, "best_k": best,
-                            "exact": k_hat == best, "within1": abs(k_hat - best) <= 1,
-                            "acc_lost": float(mean[best - 1] - mean[k_hat - 1])})
-    return {"case": asdict(case), "accuracy": acc.tolist(), "best_k": best, "records": records}
+        if cfg.seeds > 1:
+            p["grid_other_seed"] = argmax_first(acc[(s + 1) % cfg.seeds])
+        p["planted_k0"] = min(case.k0, k_hi)
+    best, good, se, recs = records(case, acc, picks)
+    return {"case": asdict(case), "accuracy": acc.tolist(), "best_k": best,
+            "best_set": good.tolist(), "seed_se": None if np.isnan(se) else se, "records": recs,
+            "seconds": {k: v / cfg.seeds for k, v in seconds.items()}}
 
 
 def _worker_init() -> None:
@@ -242,19 +259,10 @@ def run_benchmark(cases, cfg: BenchConfig = FULL, *, progress: bool = False,
 
 
 def summarise(results: list[dict], *, points: float = 0.01) -> dict[str, dict]:
-    """Per selector: fraction exact, within ±1, with accuracy lost ≤ ``points`` (1 point =
-    0.01), mean and max accuracy lost, number of records."""
-    recs = [r for res in results for r in res["records"]]
-    out = {}
-    for name in sorted({r["selector"] for r in recs}, key=lambda s: (s not in SELECTORS, s)):
-        rs = [r for r in recs if r["selector"] == name]
-        lost = np.array([r["acc_lost"] for r in rs])
-        out[name] = {"exact": float(np.mean([r["exact"] for r in rs])),
-                     "within1": float(np.mean([r["within1"] for r in rs])),
-                     "lost_le_1pt": float(np.mean(lost <= points + 1e-12)),
-                     "mean_lost": float(lost.mean()), "max_lost": float(lost.max()),
-                     "records": len(rs)}
-    return out
+    """:func:`verification.selection_k_scores.summarise` with the selectors in
+    :data:`SELECTORS` order: per selector the fractions exact / within ±1 (strict best K and
+    noise-aware set), ≤ ``points`` lost, mean and max lost, records, seconds per seed."""
+    return _summarise(results, points=points, order=SELECTORS)
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,72 @@
+"""algorithms.cgpfl_validation: hold-out split, the paired standard error, the choice rules and
+a tiny run of the validation selector."""
+
+import numpy as np
+import pytest
+import torch
+
+from algorithms.cgpfl_validation import (RULES, _paired_se, choose, holdout_split,
+                                         validation_select_k)
+from algorithms.models import build_model
+from verification.experiments_cgpfl import planted_federation
+
+HP = dict(lam=12.0, personal_lr=0.05, inner_steps=2, lr=0.02, local_scale=12.0, alpha=1.0,
+          local_rounds=2, batch_size=10)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    pl = planted_federation(8, 2, dim=6, size_range=(30, 40), seed=3)
+    return pl.fed, build_model("mlr", pl.fed)
+
+
+def test_holdout_split_is_a_partition_of_the_training_data(planted):
+    fed, _ = planted
+    a = holdout_split(fed, folds=4, fold=1, seed=5)
+    assert torch.equal(a.train.counts + a.test.counts, fed.train.counts)
+    assert a.test.counts.min() >= fed.train.counts.min() // 4
+    b = holdout_split(fed, folds=4, fold=1, seed=5)
+    assert torch.equal(a.test.x, b.test.x)  # deterministic in the seed
+    with pytest.raises(ValueError, match="fold"):
+        holdout_split(fed, folds=4, fold=4)
+
+
+def test_paired_se_is_the_ratio_estimator_over_clients():
+    rng = np.random.default_rng(0)
+    counts = rng.integers(10, 20, size=7).astype(float)
+    correct = np.floor(rng.uniform(0.3, 0.9, size=(3, 7)) * counts)
+    se = _paired_se(correct, counts)
+    best = int(np.argmax(correct.sum(1)))
+    for k in range(3):  # brute force: variance of Σ d_i / Σ n_i with clients resampled
+        d = correct[k] - correct[best]
+        r = d.sum() / counts.sum()
+        var = 7 / 6 * ((d - r * counts) ** 2).sum() / counts.sum() ** 2
+        assert se[k] == pytest.approx(np.sqrt(var), rel=1e-12)
+    assert se[best] == 0.0
+
+
+def test_choose_rules():
+    curve = np.array([0.50, 0.70, 0.78, 0.80, 0.79, 0.60])
+    se = np.array([0.05, 0.04, 0.03, 0.0, 0.02, 0.05])
+    assert choose(curve, se, "max") == 4
+    assert choose(curve, se, "1se_small") == 3     # 0.78 ≥ 0.80 − 0.03
+    assert choose(curve, se, "1se_large") == 5     # 0.79 ≥ 0.80 − 0.02; 0.60 is not
+    assert choose([0.5, 0.5], [0.0, 0.0], "max") == 1  # smallest K on ties
+    with pytest.raises(ValueError, match="rule"):
+        choose(curve, se, "median")
+
+
+def test_validation_select_k_runs_and_is_deterministic(planted):
+    fed, model = planted
+    a = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, seed=2)
+    b = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, seed=2)
+    assert a.curve.shape == (3,) and np.all((a.curve >= 0) & (a.curve <= 1))
+    assert np.array_equal(a.curve, b.curve) and a.k_hat == b.k_hat
+    assert set(a.k_hat) == set(RULES) and all(1 <= k <= 3 for k in a.k_hat.values())
+    assert a.se[int(np.argmax(a.curve))] == 0.0 and len(a.warmups) == 1
+    cv = validation_select_k(fed, model, HP, k_max=2, warmup_rounds=1, rounds=1, cv=2, seed=2)
+    assert len(cv.warmups) == 2
+    with pytest.raises(ValueError, match="k_max"):
+        validation_select_k(fed, model, HP, k_max=9)
+    with pytest.raises(ValueError, match="cv"):
+        validation_select_k(fed, model, HP, k_max=2, cv=5)

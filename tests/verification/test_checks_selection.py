@@ -44,14 +44,15 @@ def test_select_k_planted_holds_where_the_claim_is_true_and_fails_under_mutation
     assert v is Verdict.FAILS and out.measured["within1"] < 0.9
 
 
-def _fake_results(e_within, e_lost, ref_lost):
+def _fake_results(e_within, e_lost, ref_lost, name="e_relative"):
     """Benchmark results with 10 records per selector: the given fractions of good records."""
     recs = []
-    for name, within, lost in (("e_relative", e_within, e_lost), ("grid_other_seed", 1.0, ref_lost)):
+    for name, within, lost in ((name, e_within, e_lost), ("grid_other_seed", 1.0, ref_lost)):
         for i in range(10):
             good_k, good_acc = i < round(10 * within), i < round(10 * lost)
             recs.append({"selector": name, "k_hat": 3 if good_k else 7, "best_k": 3,
-                         "exact": good_k, "within1": good_k, "acc_lost": 0.0 if good_acc else 0.05})
+                         "exact": good_k, "within1": good_k, "set_exact": good_k,
+                         "set_within1": good_k, "acc_lost": 0.0 if good_acc else 0.05})
     return [{"records": recs}]
 
 
@@ -62,10 +63,33 @@ def _fake_results(e_within, e_lost, ref_lost):
     (0.2, 0.2, 1.0, Verdict.FAILS),          # loses accuracy where the reference does not
     (0.2, 0.5, 0.5, Verdict.INCONCLUSIVE),   # the reference loses as often: size cannot decide
 ])
-def test_heur_khat_planted_verdicts(monkeypatch, e_within, e_lost, ref_lost, verdict):
+@pytest.mark.parametrize("check_id, selector", [("cgpfl.heur_khat_planted", "e_relative"),
+                                                ("cgpfl.khat_validation_planted", "val")])
+def test_benchmark_check_verdicts(monkeypatch, e_within, e_lost, ref_lost, verdict, check_id,
+                                  selector):
     monkeypatch.setattr(selection_k, "run_benchmark",
-                        lambda cases, cfg: _fake_results(e_within, e_lost, ref_lost))
-    out, v = _run("cgpfl.heur_khat_planted")
+                        lambda cases, cfg: _fake_results(e_within, e_lost, ref_lost, selector))
+    out, v = _run(check_id)
     assert v is verdict, out.detail
-    assert out.measured["within1"] == pytest.approx(e_within)
+    assert out.measured["set_within1"] == pytest.approx(e_within)
+    assert out.measured["within1_strict"] == pytest.approx(e_within)
     assert out.measured["lost_le_1pt"] == pytest.approx(e_lost)
+
+
+def test_validation_check_fails_when_the_selector_is_mutated(monkeypatch):
+    # real quick runs (the measured value is the benchmark's agreement rate).  Measured at
+    # quick size: val is within ±1 of the noise-aware set in 8/8 records and loses ≤ 1 point
+    # in 7/8 (FAILS at the 90% target, the reference losing ≤ 1 point in 8/8); at a claim of
+    # 85% it HOLDS, and with K̂ mutated to K = 1 it FAILS
+    from algorithms import cgpfl_validation as cv
+
+    out, v = _run("cgpfl.khat_validation_planted")
+    m = out.measured
+    assert m["records"] == 8 and m["set_within1"] == 1.0 and m["lost_le_1pt"] == 0.875
+    assert v is Verdict.FAILS, out.detail
+    out, v = _run("cgpfl.khat_validation_planted", tolerance=0.85)
+    assert v is Verdict.HOLDS, out.detail
+    orig = cv.choose
+    monkeypatch.setattr(cv, "choose", lambda curve, se, rule: 1 if rule == "max" else orig(curve, se, rule))
+    out, v = _run("cgpfl.khat_validation_planted", tolerance=0.85)
+    assert v is Verdict.FAILS and out.measured["lost_le_1pt"] < 0.5, out.detail

@@ -90,20 +90,16 @@ def global_update_identity(ctx: Context) -> Outcome:
     return Outcome(err, 0.0, holds, f"{used} stable rounds checked, max |lhs − rhs| = {err:.2e}")
 
 
-@check("cgpfl.heur_khat_planted", paper=PAPER, reference="IJCAI eq. (11), CGPFL-Heur (§A.9, §E.A 12)",
-       kind="selection", tolerance=0.9,
-       tolerance_reason="issue 16's targets: K̂ within ±1 of the empirically best K and <= 1 accuracy "
-       "point lost, each in >= 90% of (case, seed) records",
-       quick={"cases": "quick"}, full={"cases": "medium"})
-def heur_khat_planted(ctx: Context) -> Outcome:
-    """CGPFL-Heur's e(K) (default scale-free μ = 1/cost(1), on the personalized models after 3
-    rounds) against the K that maximises CGPFL's personalized test accuracy, on the selection
-    benchmark (:mod:`verification.selection_k`: label-skew and feature-shift contexts, equal and
-    very unequal sizes, easy and hard).  Measured: the fraction of records within ±1 of the best
-    K and the fraction losing <= 1 point.  HOLDS when both reach the tolerance; FAILS when e(K)
-    loses > 1 point more often than the reference (the K grid trained with another seed, which
-    says how well-defined the best K is); INCONCLUSIVE otherwise (the best K is not resolved at
-    this size).  The other selectors' rates are reported beside it."""
+def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
+    """``selector``'s agreement with the empirically best K on the selection benchmark
+    (:mod:`verification.selection_k`; quick: 4 cases, full: the 8 medium cases, hard and very
+    unequal contexts included), case seeds shifted by ``ctx.seed``.  Measured: the fractions of
+    (case, seed) records within ±1 of the strict best K, within ±1 of the noise-aware set of
+    best K (every K within the seed-to-seed standard error of the best), and losing ≤ 1
+    accuracy point.  HOLDS when the noise-aware ±1 and the ≤ 1 point rates both reach the
+    tolerance; FAILS when the selector loses > 1 point more often than the reference (the K
+    grid trained with another seed, which says how well-defined the best K is) and than the
+    tolerance allows; INCONCLUSIVE otherwise (the best K is not resolved at this size)."""
     from verification import selection_k as sk
     from verification.registry import Verdict
 
@@ -111,17 +107,51 @@ def heur_khat_planted(ctx: Context) -> Outcome:
                   else (sk.medium_cases(), sk.BenchConfig(rounds=12)))
     cases = [dataclasses.replace(c, seed=c.seed + ctx.seed) for c in cases]
     summary = sk.summarise(sk.run_benchmark(cases, cfg))
-    e, ref = summary["e_relative"], summary.get("grid_other_seed")
-    ok = e["within1"] >= ctx.tolerance and e["lost_le_1pt"] >= ctx.tolerance
-    worse = ref is not None and e["lost_le_1pt"] < min(ref["lost_le_1pt"], ctx.tolerance)
+    e, ref = summary[selector], summary.get("grid_other_seed")
+    tol = ctx.tolerance
+    set_w1 = e.get("set_within1", e["within1"])
+    ok = set_w1 >= tol and e["lost_le_1pt"] >= tol
+    worse = ref is not None and e["lost_le_1pt"] < min(ref["lost_le_1pt"], tol)
     verdict = None if ok or worse else Verdict.INCONCLUSIVE
-    rates = "; ".join(f"{k}: ±1 {v['within1']:.0%}, ≤1pt {v['lost_le_1pt']:.0%}, mean lost "
-                      f"{100 * v['mean_lost']:.1f} pt" for k, v in summary.items())
-    return Outcome({"within1": e["within1"], "lost_le_1pt": e["lost_le_1pt"],
+    rates = "; ".join(f"{k}: ±1 {v['within1']:.0%} (set {v.get('set_within1', np.nan):.0%}), "
+                      f"≤1pt {v['lost_le_1pt']:.0%}, mean lost {100 * v['mean_lost']:.1f} pt"
+                      for k, v in summary.items())
+    return Outcome({"set_within1": set_w1, "lost_le_1pt": e["lost_le_1pt"],
+                    "within1_strict": e["within1"], "exact_strict": e["exact"],
                     "mean_lost_points": 100 * e["mean_lost"], "records": e["records"],
                     "selectors": summary},
-                   {"within1": f">= {ctx.tolerance}", "lost_le_1pt": f">= {ctx.tolerance}"},
-                   ok, f"{len(cases)} cases × {cfg.seeds} seeds: {rates}", verdict=verdict)
+                   {"set_within1": f">= {tol}", "lost_le_1pt": f">= {tol}"},
+                   ok, f"{selector}, {len(cases)} cases × {cfg.seeds} seeds: {rates}",
+                   verdict=verdict)
+
+
+_TARGET = ("issue 16's targets: K̂ within ±1 of the empirically best K (noise-aware set; the "
+           "strict argmax rate is reported beside it) and <= 1 accuracy point lost, each in "
+           ">= 90% of (case, seed) records")
+
+
+@check("cgpfl.heur_khat_planted", paper=PAPER, reference="IJCAI eq. (11), CGPFL-Heur (§A.9, §E.A 12)",
+       kind="selection", tolerance=0.9, tolerance_reason=_TARGET,
+       quick={"cases": "quick"}, full={"cases": "medium"})
+def heur_khat_planted(ctx: Context) -> Outcome:
+    """CGPFL-Heur's e(K) (default scale-free μ = 1/cost(1), on the personalized models after 3
+    rounds) against the K that maximises CGPFL's personalized test accuracy, on the selection
+    benchmark (label-skew and feature-shift contexts, equal and very unequal sizes, easy and
+    hard); verdict rule of :func:`_benchmark_outcome`, the other selectors reported beside."""
+    return _benchmark_outcome(ctx, "e_relative")
+
+
+@check("cgpfl.khat_validation_planted", paper=PAPER,
+       reference="CGPFL's K (§A.9): held-out validation after short runs, the toolkit's "
+                 "recommended selector (docs/selection.md)",
+       kind="selection", tolerance=0.9, tolerance_reason=_TARGET,
+       quick={"cases": "quick"}, full={"cases": "medium"})
+def khat_validation_planted(ctx: Context) -> Outcome:
+    """The recommended K selector ``val`` (:mod:`algorithms.cgpfl_validation`: a quarter of each
+    client's training data held out, K = 1 warm-up shared by every K, short CGPFL runs per K,
+    argmax of the held-out personalized accuracy) on the same benchmark and verdict rule as
+    ``cgpfl.heur_khat_planted``."""
+    return _benchmark_outcome(ctx, "val")
 
 
 @check("cgpfl.q_to_identity", paper=PAPER, reference="Lemma 2 (ICLR appendix, §A.7, §E.A 6)",

@@ -87,3 +87,36 @@ def run_history(path: Path) -> list[dict]:
     if not isinstance(entries, list):
         raise UserError(f"--from-run: {f} has no list of entries")
     return entries
+
+
+def run_federation(path: Path, *, dtype=None):
+    """``(federation, model, CGPFL hyper-parameters, description)`` rebuilt from the run's
+    ``run_options.json`` (the data, split and model of the run, on the CPU).  The
+    hyper-parameters are the run's own when it trained ``cgpfl`` or ``cgpfl-heur`` (its
+    ``hp_*`` options), else CGPFL's defaults."""
+    import torch
+
+    from algorithms.base import get_algorithm, hyperparameters
+    from algorithms.models import build_model
+    from pflt.commands import run_options as opts
+    from synthetic.sources import build_federation
+
+    f = _dir(path) / "run_options.json"
+    if not f.is_file():
+        raise UserError(f"--from-run: {f} not found (it rebuilds the clients' data)")
+    try:
+        options = json.loads(f.read_text())
+        dt = dtype or (torch.float64 if options.get("dtype") == "float64" else torch.float32)
+        fed = build_federation(opts.data_spec(options), device="cpu", dtype=dt)
+        model = build_model(options["model"], fed, hidden=options.get("hidden"),
+                            l2=options.get("l2", 0.0))
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+        raise UserError(f"--from-run: cannot rebuild the run's data from {f}: {exc}") from None
+    names = {fl.name for fl in hyperparameters(get_algorithm("cgpfl"))} - {"num_contexts"}
+    hp = {}
+    if options.get("algorithm") in ("cgpfl", "cgpfl-heur"):
+        hp = {k[3:]: v for k, v in options.items()
+              if k.startswith("hp_") and v is not None and k[3:] in names}
+    info = {"source": str(f), "algorithm": options.get("algorithm"), "clients": fed.num_clients,
+            "hyperparameters": hp or "CGPFL defaults"}
+    return fed, model, hp, info

@@ -12,9 +12,20 @@ Prints the e(K) table (complexity term, cost, cost/cost(1), e(K)) and K̂, or JS
 the run's client sizes, else 100·N (100 samples per client) when neither ``--m`` nor
 ``--client-sizes`` is given.  Default d: the number of columns of the model array.
 
-On the selection benchmark (:mod:`verification.selection_k`) e(K) rarely reaches the
-accuracy-best K when the model dimension is large relative to the samples (the complexity
-term dominates); the JSON's ``alternatives.bic`` is the scale-free BIC choice.
+**Which selector when** (measured on the selection benchmark, docs/selection.md):
+
+* only client models (``--models FILE.npy``, ``--from-run DIR`` with a checkpoint): e(K)
+  rarely reaches the accuracy-best K when the model dimension is large relative to the
+  samples (the complexity term dominates); read the scale-free BIC choice
+  (``alternatives.bic`` in ``--json``) beside it;
+* the clients' data at hand (``--from-run DIR --validation``): held-out validation after
+  short CGPFL runs per K (:mod:`algorithms.cgpfl_validation`) — the recommended selector.
+  Input: the run directory's ``run_options.json`` (it rebuilds the federation: data, split,
+  model); no checkpoint is needed.  Each client's training data are split 3/4 fit, 1/4
+  validation (``--val-folds``), CGPFL with K = 1 is warmed up ``--val-warmup`` rounds, then
+  trained ``--val-rounds`` rounds per K; K̂ maximises the held-out personalized accuracy
+  (``--val-rule``).  Hyper-parameters: the run's own if it trained cgpfl / cgpfl-heur, else
+  CGPFL's defaults.  Cost: warm-up + k_max × val-rounds CGPFL rounds on 3/4 of the data.
 """
 
 from __future__ import annotations
@@ -63,6 +74,20 @@ def add_parser(subparsers) -> None:
                    help="dimension d in the complexity term (default: number of model columns)")
     p.add_argument("--k-max", type=int, default=None, help="largest K searched (default N//2, min 1)")
     p.add_argument("--restarts", type=int, default=30, help="k-means++ restarts per K (default 30)")
+    p.add_argument("--validation", action="store_true",
+                   help="--from-run only: choose K by held-out validation after short CGPFL runs "
+                   "per K (needs the clients' data, rebuilt from DIR/run_options.json; the "
+                   "recommended selector, see docs/selection.md)")
+    p.add_argument("--val-warmup", type=int, default=3,
+                   help="--validation: K = 1 warm-up rounds shared by every K (default 3)")
+    p.add_argument("--val-rounds", type=int, default=7,
+                   help="--validation: CGPFL rounds per K after the warm-up (default 7)")
+    p.add_argument("--val-folds", type=int, default=4,
+                   help="--validation: 1/val-folds of each client's training data is held out "
+                   "(default 4)")
+    p.add_argument("--val-rule", default="max", choices=("max", "1se_small", "1se_large"),
+                   help="--validation: the argmax (default) or the smallest / largest K within "
+                   "one paired standard error of it")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     p.set_defaults(func=run)
 
@@ -145,11 +170,54 @@ def check_inputs(args: argparse.Namespace) -> None:
                             f"(about {need / 2**30:.3g} GiB with k-means) must fit in memory")
 
 
+def _run_validation(args: argparse.Namespace) -> int:
+    from algorithms.cgpfl_validation import validation_select_k
+    from pflt.commands._run_dir import run_federation
+
+    if args.from_run is None:
+        raise UserError("--validation needs the clients' data: pass --from-run DIR (its "
+                        "run_options.json rebuilds the federation)")
+    for name in ("val_warmup", "val_rounds"):
+        if not 1 <= getattr(args, name) <= 10_000:
+            raise UserError(f"--{name.replace('_', '-')} must lie in [1, 10000], got "
+                            f"{getattr(args, name)}")
+    if not 2 <= args.val_folds <= 100:
+        raise UserError(f"--val-folds must lie in [2, 100], got {args.val_folds}")
+    fed, model, hp, info = run_federation(args.from_run)
+    k_max = args.k_max if args.k_max is not None else max(1, fed.num_clients // 2)
+    try:
+        res = validation_select_k(fed, model, hp, k_max=k_max, warmup_rounds=args.val_warmup,
+                                  rounds=args.val_rounds, folds=args.val_folds, seed=args.seed,
+                                  kmeans_restarts=min(args.restarts, 10))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    k_hat = res.k_hat[args.val_rule]
+    if args.json:
+        print(json.dumps({"k_hat": k_hat, "method": "validation", "rule": args.val_rule,
+                          "ks": res.ks.tolist(), "validation_accuracy": res.curve.tolist(),
+                          "se": res.se.tolist(), "k_hat_by_rule": res.k_hat,
+                          "inputs": {"k_max": k_max, "warmup_rounds": args.val_warmup,
+                                     "rounds": args.val_rounds, "folds": args.val_folds,
+                                     "seed": args.seed, **info}}, default=float))
+        return 0
+    print(f"held-out validation after short CGPFL runs: N={fed.num_clients} warm-up "
+          f"{args.val_warmup} + {args.val_rounds} rounds per K, 1/{args.val_folds} held out  "
+          f"[{info['source']}]")
+    print(f"{'K':>4} {'val. accuracy':>14} {'SE of diff.':>12}")
+    for k, a, e in zip(res.ks, res.curve, res.se):
+        print(f"{k:>4} {a:>14.4f} {e:>12.4f}" + ("  <- K_hat" if k == k_hat else ""))
+    print(f"K_hat = {k_hat}   (rule {args.val_rule}; "
+          + ", ".join(f"{r}: {k}" for r, k in res.k_hat.items()) + ")")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.cgpfl import select_k
     from pfl_theory.cgpfl_selection import bic_curve
 
     check_inputs(args)
+    if args.validation:
+        return _run_validation(args)
     x, planted, info = _models(args)
     n = x.shape[0]
     m, m_source = _sample_counts(args, n, info)

@@ -127,3 +127,31 @@ def test_wrong_shapes(tmp_path, capsys):
     (tmp_path / "bad.npy").write_text("not numpy")
     assert main(["select-k", "--models", str(tmp_path / "bad.npy"), "--mu", "1.0"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_from_run_validation_rebuilds_the_data(tmp_path, capsys):
+    # --validation needs no checkpoint: run_options.json rebuilds the federation; the run's
+    # cgpfl hyper-parameters are used
+    out = tmp_path / "run"
+    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", "8",
+                 "--rounds", "1", "--max-client-size", "30", "--no-progress",
+                 "--local-rounds", "2", "--inner-steps", "1"]) == 0
+    capsys.readouterr()
+    argv = ["select-k", "--from-run", str(out), "--validation", "--val-warmup", "1",
+            "--val-rounds", "1", "--k-max", "3", "--restarts", "2"]
+    assert main([*argv, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["method"] == "validation" and res["ks"] == [1, 2, 3]
+    assert res["k_hat"] == res["k_hat_by_rule"]["max"]
+    assert res["inputs"]["hyperparameters"]["local_rounds"] == 2
+    assert res["inputs"]["hyperparameters"]["inner_steps"] == 1
+    assert main(argv) == 0
+    assert capsys.readouterr().out.count("<- K_hat") == 1
+
+
+def test_validation_needs_the_run(tmp_path, capsys):
+    np.save(tmp_path / "m.npy", np.zeros((4, 2)))
+    assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--validation"]) == 2
+    assert "--from-run" in capsys.readouterr().err
+    assert main(["select-k", "--from-run", str(tmp_path), "--validation"]) == 2
+    assert "run_options.json" in capsys.readouterr().err

@@ -23,7 +23,7 @@ from pfl_theory.validation import in_open_unit, in_range, positive, positive_int
 __all__ = ["stage_parameter_counts", "theorem7_terms", "s_t", "corollary2_terms",
            "KAPPA_MIN", "U_DAGGER", "KAPPA_DAGGER", "Lemma9Result", "lemma9_minimize",
            "lemma9_asymptotic", "boosting_bias_bound", "adaboost_bound_chain",
-           "kappa0_from_ingredients", "StageSelection", "select_stages"]
+           "kappa0_from_ingredients", "stage_edge", "StageSelection", "select_stages"]
 
 
 def stage_parameter_counts(stage_widths: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +188,22 @@ def kappa0_from_ingredients(*, loss_bound: float = 1.0, coef_bound: float = 1.0,
     b = positive("loss_bound", loss_bound)
     return b * math.sqrt(math.log(math.ceil(positive("coef_bound", coef_bound)
                                             / positive("eps_alpha", eps_alpha)) + 1) / 2)
+
+
+def stage_edge(errors: Sequence[float], *, num_classes: int = 2) -> float:
+    """Weak-learning edge γ of the bias term e^{−2γ²T} from the stages' weighted training
+    errors ε_t (the smallest edge over the stages, as in eq. 13's ε_t ≤ ½ − γ).
+
+    With C = ``num_classes`` > 2 the stages are SAMME learners (Zhu, Zou, Rosset, Hastie 2009,
+    whose weak-learning condition is ε_t < 1 − 1/C) and the edge is normalised to the binary
+    scale: γ_t = (1 − 1/C − ε_t) · C / (2(C − 1)) [toolkit normalisation, not in the paper],
+    which is ½ − ε_t at C = 2, ½ at ε_t = 0 and 0 at chance level ε_t = 1 − 1/C.  Returns
+    min_t γ_t (≤ 0 means some stage is no better than chance: the bound does not apply)."""
+    e = np.asarray(errors, dtype=np.float64)
+    c = positive_int("num_classes", num_classes, minimum=2)
+    if e.ndim != 1 or e.size == 0 or not np.all(np.isfinite(e)) or np.any(e < 0) or np.any(e > 1):
+        raise ValueError(f"errors must be a non-empty 1-D list of values in [0, 1], got {errors!r}")
+    return float(np.min((1 - 1 / c - e) * c / (2 * (c - 1))))
 
 
 @dataclass(frozen=True)

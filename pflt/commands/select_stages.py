@@ -5,13 +5,18 @@
 ingredients (loss bound B, coefficient bound A, grid radius ε_α; κ₀ = B √(log(⌈A/ε_α⌉+1)/2)).
 
 ``--from-run DIR`` (a ``pflt run --algorithm ppfe --out DIR`` directory) estimates the inputs
-from the run: γ̂ = min over the stages seen in ``history.json`` of ½ − ε_t, ε_t the stage's
-weighted training error (``stage_weighted_error``, last evaluation of each stage; the weak-
-learning condition ε_t ≤ ½ − γ of eq. 13), and n = the harmonic mean of the clients' training
-sizes (federation rebuilt from ``run_options.json``).  Options given explicitly override.
-``--json`` prints T*, the whole curve and the inputs used with their sources.
-On the linear benchmark (:mod:`verification.selection_stages`) the bound's choice is compared
-with the T of least population risk.
+from the run: γ̂ = :func:`pfl_theory.ppfe_bounds.stage_edge` of the stages seen in
+``history.json`` — min over stages of ½ − ε_t for two classes (the weak-learning condition
+ε_t ≤ ½ − γ of eq. 13), the SAMME edge (1 − 1/C − ε_t)·C/(2(C − 1)) for C classes — with ε_t
+the stage's mean weighted training error (``stage_weighted_error``, last evaluation of each
+stage), clipped to ≤ 0.49; C and n = the harmonic mean of the clients' training sizes come
+from the federation rebuilt out of ``run_options.json``.  Options given explicitly override.
+``--json`` prints T*, the whole curve, the inputs used with their sources and, from a run,
+the ensemble's test accuracy at the end of each stage (what the run observed — test data,
+for comparison only, not for choosing T).
+The benchmarks :mod:`verification.selection_stages` (linear) and
+:mod:`verification.selection_stages_nn` (MLP; ``bound_run`` = these inputs) compare the
+bound's choice with the empirically best T: it is not a reliable selector (docs/selection.md).
 """
 
 from __future__ import annotations
@@ -44,33 +49,70 @@ def add_parser(subparsers) -> None:
                    help="cover radius of the coefficient grid for kappa0 (default 0.01)")
     p.add_argument("--n", type=float, default=None,
                    help="(harmonic-mean) number of samples per client n (required without --from-run)")
+    p.add_argument("--num-classes", type=int, default=None,
+                   help="number of classes C for the SAMME edge of --from-run (default: the run's "
+                   "federation, else 2)")
     p.add_argument("--t-max", type=int, default=20, help="largest number of stages considered (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     p.set_defaults(func=run)
 
 
-def _from_run(path: Path) -> dict:
-    """γ̂ and n̄ estimated from a PPFE run directory (module docstring)."""
+GAMMA_MAX = 0.49   # select_stages needs γ < ½; a stage with zero training error has edge ½
+
+
+def _run_data(path: Path) -> tuple[list[int] | None, int | None]:
+    """Training sizes and number of classes of the run's federation (rebuilt from
+    ``run_options.json``), or ``(None, None)`` when it cannot be rebuilt."""
+    import json as _json
+
+    f = path / "run_options.json"
+    if not f.is_file():
+        return None, None
+    try:
+        from pflt.commands import run_options as opts
+        from synthetic.sources import build_federation
+
+        fed = build_federation(opts.data_spec(_json.loads(f.read_text())), device="cpu")
+        return fed.train.counts.cpu().tolist(), int(fed.num_classes)
+    except Exception:  # an older or foreign options file: the caller falls back
+        return None, None
+
+
+def _from_run(path: Path, num_classes: int | None) -> dict:
+    """γ̂, n̄ (and what the run observed) estimated from a PPFE run directory (module docstring)."""
+    from pfl_theory.ppfe_bounds import stage_edge
     from pfl_theory.ppfe_covering import harmonic_mean_size
     from pflt.cli import UserError
-    from pflt.commands._run_dir import run_client_sizes, run_history
+    from pflt.commands._run_dir import run_history
 
     errors: dict[int, float] = {}
+    observed: dict[int, float] = {}
     for e in run_history(path):
         if "stage" in e and "stage_weighted_error" in e:
             errors[int(e["stage"])] = float(e["stage_weighted_error"])
+            if "ensemble_accuracy" in e:
+                observed[int(e["stage"]) + 1] = float(e["ensemble_accuracy"])
     if not errors:
         raise UserError(f"--from-run: {path}/history.json has no 'stage_weighted_error' "
                         "(not a PPFE run?)")
-    gamma = min(0.5 - v for v in errors.values())
-    out = {"gamma": gamma, "gamma_source": "min over stages of 1/2 - stage_weighted_error",
-           "stage_errors": {str(k): v for k, v in sorted(errors.items())}}
-    if gamma <= 0:
-        raise UserError(f"--from-run: a stage has weighted error >= 1/2 ({out['stage_errors']}); "
-                        "the weak-learning condition (eq. 13) fails and the bound does not apply")
-    sizes = run_client_sizes(path)
+    sizes, run_classes = _run_data(Path(path))
+    classes = num_classes if num_classes is not None else (run_classes or 2)
+    if classes < 2:
+        raise UserError(f"--num-classes must be >= 2, got {classes}")
+    edge = stage_edge(list(errors.values()), num_classes=classes)
+    out = {"gamma": min(edge, GAMMA_MAX),
+           "gamma_source": ("min over stages of 1/2 - stage_weighted_error" if classes == 2 else
+                            f"min over stages of the SAMME edge (1-1/C-eps)*C/(2(C-1)), C={classes}")
+           + (f" (clipped from {edge:.4g} to {GAMMA_MAX})" if edge > GAMMA_MAX else ""),
+           "num_classes": classes,
+           "stage_errors": {str(k): v for k, v in sorted(errors.items())},
+           "observed_ensemble_test_accuracy": {str(k): v for k, v in sorted(observed.items())}}
+    if edge <= 0:
+        raise UserError(f"--from-run: a stage is no better than chance (weighted errors "
+                        f"{out['stage_errors']}, C={classes}); the weak-learning condition "
+                        "(eq. 13) fails and the bound does not apply")
     if sizes is not None:
-        out["n"] = float(harmonic_mean_size(sizes.astype(int).tolist()))
+        out["n"] = float(harmonic_mean_size(sizes))
         out["n_source"] = "harmonic mean of the run's client training sizes"
     return out
 
@@ -84,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         v = getattr(args, name, None)
         if v is not None and not math.isfinite(v):
             raise UserError(f"--{name.replace('_', '-')} must be finite, got {v!r}")
-    inputs = _from_run(args.from_run) if args.from_run is not None else {}
+    inputs = _from_run(args.from_run, args.num_classes) if args.from_run is not None else {}
     if args.gamma is not None:
         inputs.update(gamma=args.gamma, gamma_source="--gamma")
     if args.n is not None:

@@ -227,6 +227,20 @@ def test_select_stages_matches_grid_search(gamma, kappa0, n, t_max):
         assert abs(deriv) < 1e-8 * (2 * gamma ** 2 + kappa0)
 
 
+def test_stage_edge():
+    from pfl_theory.ppfe_bounds import stage_edge
+    assert stage_edge([0.1, 0.3, 0.2]) == pytest.approx(0.2)       # binary: min(1/2 - eps)
+    # C = 10: chance error 0.9 -> edge 0; perfect -> 1/2; eps = 0.45 -> (0.9-0.45)*10/18 = 0.25
+    assert stage_edge([0.9], num_classes=10) == pytest.approx(0.0, abs=1e-15)
+    assert stage_edge([0.0], num_classes=10) == pytest.approx(0.5)
+    assert stage_edge([0.45, 0.1], num_classes=10) == pytest.approx(0.25)
+    assert stage_edge([0.6], num_classes=2) < 0                        # worse than chance
+    with pytest.raises(ValueError, match="errors"):
+        stage_edge([1.2])
+    with pytest.raises(ValueError, match="num_classes"):
+        stage_edge([0.1], num_classes=1)
+
+
 # ---------- Theorem 7 / Corollary 2 ------------------------------------------------------
 def test_corollary2_scalings():
     kw = dict(width=64, depth=3, num_stages=4, n=100, gamma_w=0.5, delta=0.05)

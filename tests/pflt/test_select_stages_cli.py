@@ -59,3 +59,40 @@ def test_from_run_errors(tmp_path, capsys):
     (tmp_path / "history.json").write_text(json.dumps({"config": {}, "entries": [{"round": 1}]}))
     assert main(["select-stages", "--from-run", str(tmp_path), "--n", "10"]) == 2
     assert "not a PPFE run" in capsys.readouterr().err
+
+
+def test_from_run_multiclass_edge_and_observed_accuracy(tmp_path, capsys):
+    # C = 10 given explicitly: stage 0 error 0.7 > 1/2 is still better than chance (0.9);
+    # SAMME edge (0.9 - eps) * 10/18: min over stages = (0.9 - 0.7) * 10/18
+    entries = [{"round": 5, "stage": 0.0, "stage_weighted_error": 0.7, "ensemble_accuracy": 0.3},
+               {"round": 10, "stage": 1.0, "stage_weighted_error": 0.2, "ensemble_accuracy": 0.6}]
+    (tmp_path / "history.json").write_text(json.dumps({"config": {}, "entries": entries}))
+    assert main(["select-stages", "--from-run", str(tmp_path), "--n", "30", "--num-classes", "10",
+                 "--t-max", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert math.isclose(out["inputs"]["gamma"], 0.2 * 10 / 18)
+    assert "SAMME" in out["inputs"]["gamma_source"]
+    assert out["inputs"]["observed_ensemble_test_accuracy"] == {"1": 0.3, "2": 0.6}
+    assert main(["select-stages", "--from-run", str(tmp_path), "--n", "30"]) == 2  # C = 2: fails
+    assert "no better than chance" in capsys.readouterr().err
+
+
+def test_from_run_end_to_end(tmp_path, capsys):
+    """A real `pflt run --algorithm ppfe` (MLP, 10 classes) read back by select-stages."""
+    run = tmp_path / "run"
+    assert main(["run", "--algorithm", "ppfe", "--model", "mlp", "--hidden", "8,8", "--data",
+                 "synthetic", "--clients", "6", "--rounds", "6", "--total-rounds", "6",
+                 "--stages", "3", "--stage-fractions", "1,1,1", "--clients-per-round", "3",
+                 "--device", "cpu", "--no-progress", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["select-stages", "--from-run", str(run), "--t-max", "6", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    inputs = out["inputs"]
+    assert inputs["num_classes"] == 10 and set(inputs["stage_errors"]) == {"0", "1", "2"}
+    assert 0 < inputs["gamma"] <= 0.49 and inputs["n"] > 0
+    assert inputs["n_source"].startswith("harmonic mean")
+    assert set(inputs["observed_ensemble_test_accuracy"]) == {"1", "2", "3"}
+    assert 1 <= out["t_star"] <= 6 and len(out["curve"]) == 6
+    # the table form works on the same run
+    assert main(["select-stages", "--from-run", str(run), "--t-max", "6"]) == 0
+    assert "<- T*" in capsys.readouterr().out

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 
 from synthetic.linear import make_linear_federation
-from verification.selection_stages import (STAGE_SELECTORS, estimate_stage_inputs, full_configs,
-                                           run_config, summarise_stages)
+from verification.selection_stages import (STAGE_SELECTORS, cv_losses, estimate_stage_inputs,
+                                           full_configs, run_config, summarise_stages)
 
 
 def test_run_config_records():
     res = run_config(dict(alpha=0.5, num_clients=8, n_train=30, dim=5), seeds=2, t_max=3)
     risk = np.asarray(res["risk"])
     assert risk.shape == (2, 3) and np.all(risk >= 0.25)  # ≥ Bayes risk σ_ε² = 0.25
-    assert res["best_t"] == int(np.argmin(risk.mean(0))) + 1
+    assert res["best_t"] == int(np.argmin(risk.mean(0))) + 1 and res["best_t"] in res["near_best"]
     assert {r["selector"] for r in res["records"]} == set(STAGE_SELECTORS)
     assert all(r["excess"] >= -1e-12 and 1 <= r["t_hat"] <= 3 for r in res["records"])
 
@@ -29,11 +29,21 @@ def test_estimated_inputs_are_admissible_and_track_heterogeneity():
     assert hi["train_curve"][-1] / hi["train_curve"][0] < lo["train_curve"][-1] / lo["train_curve"][0]
 
 
+def test_cv_losses_hold_every_sample_out_once():
+    fed = make_linear_federation(num_clients=4, dim=3, n_train=12, alpha=0.5)
+    cv = cv_losses(fed, t_max=2, folds=3)
+    assert cv.shape == (2, 4 * 12) and np.all(cv > 0) and np.all(np.isfinite(cv))
+    with pytest.raises(ValueError, match="folds"):
+        cv_losses(fed, t_max=2, folds=7)
+
+
 def test_summarise_stages():
-    recs = [{"selector": "bound", "t_hat": t, "best_t": 2, "exact": t == 2,
-             "within1": abs(t - 2) <= 1, "excess": e} for t, e in ((2, 0.0), (4, 0.02))]
+    recs = [{"selector": "bound", "t_hat": t, "best_t": 2, "exact": t == 2, "exact_na": t in (2, 3),
+             "within1": abs(t - 2) <= 1, "within1_na": t <= 4, "excess": e}
+            for t, e in ((2, 0.0), (4, 0.02))]
     s = summarise_stages([{"records": recs}])["bound"]
     assert s["exact"] == 0.5 and s["within1"] == 0.5 and s["lost_le_1pt"] == 0.5
+    assert s["exact_na"] == 0.5 and s["within1_na"] == 1.0
     assert s["max_lost"] == pytest.approx(0.02)
 
 

@@ -3,7 +3,7 @@
 CGPFL (Tang, Guo, Guo, IJCAI 2022), e(K) of eq. (11) (docs/formulas.md §A.9) beside the BIC
 and peer-validation selectors, on the planted federations of :mod:`verification.selection_k`;
 PPFE (Emrani et al. 2026) §5's bias–variance choice of T (§C.5.12) with inputs estimated from
-data, beside validation and the paper's T = 4, on the linear generator
+data, beside validation, cross-validation and the paper's T = 4, on the linear generator
 (:mod:`verification.selection_stages`).  Left: K̂ against the best K (jittered, one point per
 case and seed, per selector).  Middle: for K, the fraction of records within ±1 of the best and
 with ≤ 1 accuracy point lost.  Right: the same for T (≤ 1 % excess population risk).

@@ -111,7 +111,8 @@ def cv_losses(fed, *, t_max: int = T_MAX, seed: int = 0, folds: int = CV_FOLDS) 
     return out.reshape(t_max, -1)
 
 
-def run_config(config: dict, *, seeds: int = SEEDS, t_max: int = T_MAX, seed_offset: int = 0) -> dict:
+def run_config(config: dict, *, seeds: int = SEEDS, t_max: int = T_MAX, seed_offset: int = 0,
+               cv_folds: int = CV_FOLDS) -> dict:
     """Population MSE for T = 1 … t_max per seed (data and splits seeded by
     ``seed_offset + s``), best T (strict and noise-aware), and each selector's T̂."""
     risk = np.zeros((seeds, t_max))
@@ -126,7 +127,7 @@ def run_config(config: dict, *, seeds: int = SEEDS, t_max: int = T_MAX, seed_off
         inputs = estimate_stage_inputs(fed, t_max=t_max, seed=s)
         sel = select_stages(gamma=inputs["gamma"], kappa0=inputs["kappa0"], n=inputs["n"],
                             t_max=t_max)
-        cv = cv_losses(fed, t_max=t_max, seed=s)
+        cv = cv_losses(fed, t_max=t_max, seed=s, folds=cv_folds)
         picks.append({"bound": sel.t_star, "validation": int(np.argmin(val)) + 1,
                       "cv": int(np.argmin(cv.mean(1))) + 1, "cv_1se": sel_.one_se_pick(cv),
                       "paper_T4": min(4, t_max), "_inputs": inputs})
@@ -136,13 +137,13 @@ def run_config(config: dict, *, seeds: int = SEEDS, t_max: int = T_MAX, seed_off
 
 
 def run_stage_benchmark(configs, *, seeds: int = SEEDS, seed_offset: int = 0,
-                        progress: bool = False) -> list[dict]:
+                        cv_folds: int = CV_FOLDS, progress: bool = False) -> list[dict]:
     """:func:`run_config` for every configuration with numpy's BLAS on one thread (the
     batched solves are small; several threads only contend on shared cores)."""
     out = []
     with single_blas_thread():
         for i, c in enumerate(configs):
-            out.append(run_config(c, seeds=seeds, seed_offset=seed_offset))
+            out.append(run_config(c, seeds=seeds, seed_offset=seed_offset, cv_folds=cv_folds))
             if progress:
                 print(f"[{i + 1}/{len(configs)}] {c}: best T {out[-1]['best_t']} "
                       f"(within the seed SE: {out[-1]['near_best']})", flush=True)
@@ -153,7 +154,7 @@ def summarise_stages(results: list[dict], *, tolerance: float = 0.01) -> dict[st
     """Per selector: fraction exact, within ±1, the same against the noise-aware set,
     excess risk ≤ ``tolerance`` (relative), mean and max excess, number of records."""
     recs = [r for res in results for r in res["records"]]
-    return sel_.summarise(recs, STAGE_SELECTORS, tolerance=tolerance)
+    return sel_.summarise(recs, STAGE_SELECTORS + sel_.REFERENCES, tolerance=tolerance)
 
 
 def print_table(summary: dict[str, dict], *, unit: str = "%", scale: float = 100.0) -> None:
@@ -169,10 +170,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--full", action="store_true", help="the full grid (30 configurations)")
     p.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per configuration (default {SEEDS})")
+    p.add_argument("--cv-folds", type=int, default=CV_FOLDS, help=f"folds of cv (default {CV_FOLDS})")
+    p.add_argument("--save", default=None, metavar="FILE", help="write the results as JSON")
     a = p.parse_args(argv)
     t0 = time.time()
     res = run_stage_benchmark(full_configs() if a.full else quick_configs(), seeds=a.seeds,
-                              progress=True)
+                              cv_folds=a.cv_folds, progress=True)
+    if a.save:
+        import json
+        with open(a.save, "w") as f:
+            json.dump(res, f, default=str)
     print_table(summarise_stages(res))
     print(f"{len(res)} configurations × {a.seeds} seeds, {time.time() - t0:.0f} s")
     return 0

@@ -169,7 +169,7 @@ def summarise_nn(results: list[dict]) -> dict[str, dict]:
     """Per selector (:func:`verification.stage_selectors.summarise`); loss in accuracy
     fractions, ``lost_le_1pt`` = at most 1 point (0.01)."""
     recs = [r for res in results for r in res["records"]]
-    return sel_.summarise(recs, NN_SELECTORS, tolerance=0.01)
+    return sel_.summarise(recs, NN_SELECTORS + sel_.REFERENCES, tolerance=0.01)
 
 
 def main(argv=None) -> int:
@@ -178,9 +178,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--full", action="store_true", help="the full grid (6 configurations)")
     p.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per configuration (default {SEEDS})")
+    p.add_argument("--save", default=None, metavar="FILE", help="write the results as JSON")
     a = p.parse_args(argv)
     t0 = time.time()
     res = run_nn_benchmark(full_configs() if a.full else quick_configs(), seeds=a.seeds, progress=True)
+    if a.save:
+        import json
+        with open(a.save, "w") as f:
+            json.dump(res, f, default=str)
     print_table(summarise_nn(res), unit="pt")
     print(f"{len(res)} configurations × {a.seeds} seeds, {time.time() - t0:.0f} s")
     return 0

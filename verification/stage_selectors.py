@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_bound_inputs", "one_se_pick", "noise_aware_best", "records", "summarise"]
+__all__ = ["REFERENCES", "fit_bound_inputs", "one_se_pick", "noise_aware_best", "records",
+           "summarise"]
 
 
 def fit_bound_inputs(train: np.ndarray, val: np.ndarray, n: float) -> dict:
@@ -73,12 +74,21 @@ def noise_aware_best(loss: np.ndarray) -> tuple[int, list[int], np.ndarray]:
     return best + 1, close, se
 
 
+REFERENCES = ("oracle_seed",)
+
+
 def records(loss: np.ndarray, picks: list[dict], *, config: dict, relative: bool) -> tuple[int, list[int], list[dict]]:
     """Agreement records of every selector's T̂ (``picks[s][name]``, seed s) against the
     best T of the seed-mean ``loss [S, t_max]``.  ``lost`` = relative excess loss
-    (``relative``, regression) or the absolute difference (accuracy as a fraction)."""
+    (``relative``, regression) or the absolute difference (accuracy as a fraction).
+    A reference no selector can use is added (:data:`REFERENCES`): ``oracle_seed`` = the
+    argmin of seed s's own loss (the best T of that very data draw) — how well the seed-mean
+    best T is defined at all.  (The best T of *another* draw, s + 1, gives the same summary:
+    over all seeds it is the same multiset of picks.)"""
     best, close, _ = noise_aware_best(loss)
-    mean = np.asarray(loss, dtype=np.float64).mean(0)
+    l = np.asarray(loss, dtype=np.float64)
+    mean = l.mean(0)
+    picks = [{**p, "oracle_seed": int(np.argmin(l[s])) + 1} for s, p in enumerate(picks)]
     out = []
     for s, p in enumerate(picks):
         for name, t_hat in p.items():

@@ -5,6 +5,7 @@ import csv
 from paper_figures.selection import make
 from verification.selection_k import SELECTORS
 from verification.selection_stages import STAGE_SELECTORS
+from verification.stage_selectors import REFERENCES
 
 
 def test_make_quick_writes_files(tmp_path):
@@ -13,5 +14,5 @@ def test_make_quick_writes_files(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
     rows = list(csv.DictReader((tmp_path / "selection.csv").open()))
     assert {r["selector"] for r in rows if r["what"] == "K"} == set(SELECTORS)
-    assert {r["selector"] for r in rows if r["what"] == "T"} == set(STAGE_SELECTORS)
+    assert {r["selector"] for r in rows if r["what"] == "T"} == set(STAGE_SELECTORS + REFERENCES)
     assert all(float(r["lost"]) >= -1e-12 for r in rows)

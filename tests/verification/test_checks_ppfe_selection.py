@@ -9,6 +9,7 @@ import pytest
 
 from pfl_theory import ppfe_bounds
 from verification import selection_stages
+from verification.stage_selectors import REFERENCES
 from verification.registry import Context, Verdict, load_all
 
 CHECK = "ppfe.select_stages_benchmark"
@@ -27,7 +28,7 @@ def test_quick_holds_and_fails_when_select_stages_is_mutated(monkeypatch):
     out, v = _run()
     assert v is Verdict.HOLDS, out.detail
     assert out.measured["within1"] >= 0.9 and out.measured["records"] == 6
-    assert set(out.measured["selectors"]) == set(selection_stages.STAGE_SELECTORS)
+    assert set(out.measured["selectors"]) == set(selection_stages.STAGE_SELECTORS + REFERENCES)
     orig = ppfe_bounds.select_stages
     monkeypatch.setattr(selection_stages, "select_stages",
                         lambda **k: dataclasses.replace(orig(**k), t_star=1))  # T̂ always 1

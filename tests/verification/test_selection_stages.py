@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from synthetic.linear import make_linear_federation
+from verification.stage_selectors import REFERENCES
 from verification.selection_stages import (STAGE_SELECTORS, cv_losses, estimate_stage_inputs,
                                            full_configs, run_config, summarise_stages)
 
@@ -13,7 +14,7 @@ def test_run_config_records():
     risk = np.asarray(res["risk"])
     assert risk.shape == (2, 3) and np.all(risk >= 0.25)  # ≥ Bayes risk σ_ε² = 0.25
     assert res["best_t"] == int(np.argmin(risk.mean(0))) + 1 and res["best_t"] in res["near_best"]
-    assert {r["selector"] for r in res["records"]} == set(STAGE_SELECTORS)
+    assert {r["selector"] for r in res["records"]} == set(STAGE_SELECTORS + REFERENCES)
     assert all(r["excess"] >= -1e-12 and 1 <= r["t_hat"] <= 3 for r in res["records"])
 
 

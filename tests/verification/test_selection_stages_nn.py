@@ -6,6 +6,7 @@ import torch
 
 from synthetic.permuted_labels import permuted_label_federation
 from verification import selection_stages_nn as nn
+from verification.stage_selectors import REFERENCES
 
 TINY = dict(rounds_per_stage=2, num_clients=6)
 
@@ -39,10 +40,10 @@ def test_run_config_records():
     acc = np.asarray(res["accuracy"])
     assert acc.shape == (2, 3) and np.all((acc >= 0) & (acc <= 1))
     assert res["best_t"] == int(np.argmax(acc.mean(0))) + 1 and res["best_t"] in res["near_best"]
-    assert {r["selector"] for r in res["records"]} == set(nn.NN_SELECTORS)
+    assert {r["selector"] for r in res["records"]} == set(nn.NN_SELECTORS + REFERENCES)
     assert all(1 <= r["t_hat"] <= 3 and r["excess"] >= -1e-12 for r in res["records"])
     s = nn.summarise_nn([res])
-    assert set(s) == set(nn.NN_SELECTORS) and all(v["records"] == 2 for v in s.values())
+    assert set(s) == set(nn.NN_SELECTORS + REFERENCES) and all(v["records"] == 2 for v in s.values())
 
 
 def test_full_grid_size():

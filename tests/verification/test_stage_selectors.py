@@ -42,12 +42,17 @@ def test_noise_aware_best_and_records():
     best, close, se = ss.noise_aware_best(loss)
     assert best == 2 and close == [2, 3] and se[1] == 0.0
     # strict records stay strict: T̂ = 3 is not exact, but is in the noise-aware set
-    _, _, recs = ss.records(loss, [{"a": 3, "b": 4, "_x": 0}], config={}, relative=True)
-    a, b = recs
+    _, _, recs = ss.records(loss, [{"a": 3, "b": 4, "_x": 0}] * 3, config={}, relative=True)
+    by = {(r["selector"], r["seed"]): r for r in recs}
+    assert len(recs) == 3 * 3 and {r["selector"] for r in recs} == {"a", "b", "oracle_seed"}
+    # the reference: each seed's own best T (seed 1's is 3)
+    assert [by["oracle_seed", s]["t_hat"] for s in range(3)] == [2, 3, 2]
+    a, b = by["a", 0], by["b", 0]
     assert (a["exact"], a["exact_na"], a["within1"]) == (False, True, True)
     assert (b["exact_na"], b["within1_na"], b["within1"]) == (False, True, False)
     assert a["excess"] == pytest.approx(loss.mean(0)[2] / loss.mean(0)[1] - 1)
     s = ss.summarise(recs, ("a", "b"), tolerance=0.01)
     assert s["a"]["exact"] == 0 and s["a"]["exact_na"] == 1 and s["b"]["lost_le_1pt"] == 0
+    assert set(s) == {"a", "b"} and s["a"]["records"] == 3
     with pytest.raises(ValueError, match="seeds >= 2"):
         ss.noise_aware_best(loss[:1])

@@ -51,7 +51,7 @@ __all__ = ["STAGE_SELECTORS", "quick_configs", "full_configs", "estimate_stage_i
 STAGE_SELECTORS = ("bound", "validation", "cv", "cv_1se", "paper_T4")
 T_MAX = 6
 VAL_FRACTION = 0.2
-CV_FOLDS = 3
+CV_FOLDS = 5
 SEEDS = 3
 
 

@@ -347,7 +347,9 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("C.5.12", "Bias–variance choice of T: argmin e^{−2γ²T} + κ₀√(T/n)", PPFE,
             "§5 'Bias–Variance Tradeoff'", "DERIVED",
             "Derived from Corollary 2 + Theorem 2; the Lemma-9 family with ac = 1; interior "
-            "optimum iff 2/√b' > κ†.", (_PB + "select_stages", _PB + "kappa0_from_ingredients")),
+            "optimum iff 2/√b' > κ†.  γ from stage errors: min_t ½ − ε_t (eq. 13); for C classes "
+            "the SAMME edge (1 − 1/C − ε_t)·C/(2(C − 1)) [toolkit normalisation].",
+            (_PB + "select_stages", _PB + "kappa0_from_ingredients", _PB + "stage_edge")),
     Formula("C.6", "Linear generator w_i = (1 − α) w_g + α w_{l,i}, y = ⟨w_i, x⟩ + ε", PPFE,
             "eqs. (15)–(16), §6.1", "RECONSTRUCTED",
             "Convex combination forced by the prose (α = 0 identical, α = 1 independent; "

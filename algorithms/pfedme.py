@@ -35,7 +35,7 @@ from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_
                              register, sample_clients, sq_distance, validate_hyperparameters,
                              weighted_mean)
 from algorithms.contract import Algorithm, Phase, everyone, with_server
-from algorithms.steps import map_tiles, prox_steps
+from algorithms.steps import map_tiles, prox_layout, prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
 
 
@@ -104,7 +104,7 @@ class PFedMe(Algorithm):
             tiles = map_tiles(tile, range(0, n, CLIENT_TILE), next(iter(w_global.values())).device)
             return tuple({k: torch.cat([t[i][k] for t in tiles]) for k in tiles[0][i]}
                          for i in range(2))
-        w_loc = broadcast(w_global, n)
+        w_loc = prox_layout(model, broadcast(w_global, n))    # kept by prox_steps and lerp
         theta = dict(w_loc)
         for r in range(x.shape[0]):
             theta = prox_steps(model, theta, w_loc, x[r], y[r], lam=self.lam,
@@ -112,7 +112,7 @@ class PFedMe(Algorithm):
                                extra_l2=self.code_l2)
             # w − ηλ(w − θ̃) as one lerp (w + ηλ(θ̃ − w)): 1 tensor op instead of 3
             w_loc = {k: torch.lerp(w_loc[k], theta[k], self.lr * self.lam) for k in w_loc}
-        return theta, w_loc
+        return tuple({k: v.contiguous() for k, v in p.items()} for p in (theta, w_loc))
 
     def aggregate(self, w_global, w_loc, rows, counts):
         """``(1 − β) w^t + β·mean`` of the rows ``rows`` of ``w_loc`` (``counts``: their

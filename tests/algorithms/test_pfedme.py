@@ -167,6 +167,14 @@ def test_client_tiles_give_the_same_round(monkeypatch):
             assert torch.equal(tiled.models[name][k], v), (name, k)
 
 
+def test_trained_models_are_contiguous():
+    # the tiles train in prox_layout's class-major weights; the state gets the usual layout
+    fed, model = _tiny_fed(), MLR(6, 3)
+    alg = PFedMe(local_rounds=2, batch_size=4, clients_per_round=3)
+    state = alg.round(alg.init(fed, model, 0), fed, model)
+    assert all(v.is_contiguous() for p in state.models.values() for v in p.values())
+
+
 def test_two_torch_threads_give_the_one_thread_round_bit_for_bit(monkeypatch):
     # with 2 torch threads the tiles run on 2 Python threads (steps.map_tiles), each tile
     # exactly as with one thread: the same numbers, and the caller's thread count restored

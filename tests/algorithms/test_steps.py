@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import algorithms.steps as steps
 from algorithms.models import DNN, MLR
-from algorithms.steps import generic_prox_steps, mlr_prox_steps, prox_steps
+from algorithms.steps import generic_prox_steps, mlr_prox_steps, prox_layout, prox_steps
 
 F64 = torch.float64
 
@@ -39,13 +39,17 @@ def _assert_close(got, want, rtol=RTOL):
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 4), b=st.integers(1, 12), d=st.integers(1, 8), c=st.integers(2, 5),
        k=st.integers(1, 6), lam=st.floats(0.1, 20.0), eta=st.floats(1e-3, 0.04),
-       extra=st.sampled_from([0.0, 0.001, 0.5]), same=st.booleans(),
+       extra=st.sampled_from([0.0, 0.001, 0.5]), same=st.booleans(), class_major=st.booleans(),
        seed=st.integers(0, 2**16))
-def test_logit_space_steps_equal_the_generic_loop(n, b, d, c, k, lam, eta, extra, same, seed):
+def test_logit_space_steps_equal_the_generic_loop(n, b, d, c, k, lam, eta, extra, same,
+                                                  class_major, seed):
     model, theta, anchor, x, y = _problem(n, b, d, c, seed, same=same)
     kw = dict(lam=lam, lr=eta, steps=k, extra_l2=extra)
-    _assert_close(mlr_prox_steps(dict(theta), anchor, x, y, **kw),
-                  generic_prox_steps(model, dict(theta), anchor, x, y, **kw))
+    want = generic_prox_steps(model, dict(theta), anchor, x, y, **kw)
+    if class_major:                 # the layout pFedMe trains in (prox_layout): same numbers
+        theta = prox_layout(model, theta)
+        anchor = theta if same else prox_layout(model, anchor)
+    _assert_close(mlr_prox_steps(dict(theta), anchor, x, y, **kw), want)
 
 
 @pytest.mark.parametrize("k", [1, 5])
@@ -163,3 +167,22 @@ def test_map_tiles_restores_the_thread_count_when_a_tile_fails():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_prox_layout_keeps_values_and_the_solve_keeps_the_layout():
+    # MLR's weight becomes class-major ([N, C, d] in memory), values unchanged; the solve
+    # returns its weight in the layout it was given (class-major in, class-major out;
+    # contiguous in, contiguous out); other models' parameters are returned as they are
+    model, theta, anchor, x, y = _problem(3, 5, 4, 3, 6)
+    cm = prox_layout(model, theta)
+    assert torch.equal(cm["fc.weight"], theta["fc.weight"]) and cm["fc.bias"] is theta["fc.bias"]
+    assert cm["fc.weight"].transpose(1, 2).is_contiguous()
+    assert not cm["fc.weight"].is_contiguous()
+    kw = dict(lam=15.0, lr=0.01, steps=3)
+    out = mlr_prox_steps(dict(cm), prox_layout(model, anchor), x, y, **kw)
+    assert out["fc.weight"].transpose(1, 2).is_contiguous()
+    assert mlr_prox_steps(dict(theta), anchor, x, y, **kw)["fc.weight"].is_contiguous()
+    dnn = DNN(4, 3, hidden=5)
+    params = dnn.init(2, seed=0, dtype=F64)
+    assert prox_layout(dnn, params) is params
+    assert prox_layout(MLR(4, 3, l2=0.1), theta) is theta

@@ -94,7 +94,9 @@ class PFedMe(Algorithm):
         ``T > 1`` torch threads, ``T`` tiles at a time, one per thread
         (:func:`algorithms.steps.map_tiles`; the same numbers as one thread).  ``x[r]`` of
         a tile is gathered when local round ``r`` starts, so at most one round's batch of
-        ``T`` tiles is materialised at a time."""
+        ``T`` tiles is materialised at a time.  Within a tile the models are held in the
+        layout the inner solve is fastest in (:func:`algorithms.steps.prox_layout`) and
+        returned contiguous."""
         n = x.shape[1]
         if n > CLIENT_TILE:
             def tile(s):

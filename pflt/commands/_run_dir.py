@@ -54,9 +54,9 @@ def run_models(path: Path, key: str | None = None) -> tuple[np.ndarray, dict]:
     return x, info
 
 
-def run_client_sizes(path: Path) -> np.ndarray | None:
-    """Training samples per client, from rebuilding the run's federation out of
-    ``run_options.json`` (None if the file is missing or the data cannot be rebuilt)."""
+def run_data(path: Path):
+    """The run's federation, rebuilt on the CPU out of ``run_options.json`` (None if the
+    file is missing or the data cannot be rebuilt)."""
     f = _dir(path) / "run_options.json"
     if not f.is_file():
         return None
@@ -65,10 +65,16 @@ def run_client_sizes(path: Path) -> np.ndarray | None:
         from synthetic.sources import build_federation
 
         options = json.loads(f.read_text())
-        fed = build_federation(opts.data_spec(options), device="cpu")
-        return fed.train.counts.cpu().double().numpy()
+        return build_federation(opts.data_spec(options), device="cpu")
     except Exception:  # an older or foreign options file: the caller falls back
         return None
+
+
+def run_client_sizes(path: Path) -> np.ndarray | None:
+    """Training samples per client of the run's federation (:func:`run_data`), or
+    None when it cannot be rebuilt."""
+    fed = run_data(path)
+    return None if fed is None else fed.train.counts.cpu().double().numpy()
 
 
 def run_history(path: Path) -> list[dict]:

@@ -63,19 +63,12 @@ GAMMA_MAX = 0.49   # select_stages needs γ < ½; a stage with zero training err
 def _run_data(path: Path) -> tuple[list[int] | None, int | None]:
     """Training sizes and number of classes of the run's federation (rebuilt from
     ``run_options.json``), or ``(None, None)`` when it cannot be rebuilt."""
-    import json as _json
+    from pflt.commands._run_dir import run_data
 
-    f = path / "run_options.json"
-    if not f.is_file():
+    fed = run_data(path)
+    if fed is None:
         return None, None
-    try:
-        from pflt.commands import run_options as opts
-        from synthetic.sources import build_federation
-
-        fed = build_federation(opts.data_spec(_json.loads(f.read_text())), device="cpu")
-        return fed.train.counts.cpu().tolist(), int(fed.num_classes)
-    except Exception:  # an older or foreign options file: the caller falls back
-        return None, None
+    return fed.train.counts.cpu().tolist(), int(fed.num_classes)
 
 
 def _from_run(path: Path, num_classes: int | None) -> dict:

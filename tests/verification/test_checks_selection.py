@@ -53,7 +53,7 @@ def _fake_results(e_within, e_lost, ref_lost, name="e_relative"):
             recs.append({"selector": name, "k_hat": 3 if good_k else 7, "best_k": 3,
                          "exact": good_k, "within1": good_k, "set_exact": good_k,
                          "set_within1": good_k, "acc_lost": 0.0 if good_acc else 0.05})
-    return [{"records": recs}]
+    return [{"records": recs, "large": {"records": recs}}]  # same records under both scorings
 
 
 @pytest.mark.parametrize("e_within, e_lost, ref_lost, verdict", [
@@ -77,19 +77,21 @@ def test_benchmark_check_verdicts(monkeypatch, e_within, e_lost, ref_lost, verdi
 
 
 def test_validation_check_fails_when_the_selector_is_mutated(monkeypatch):
-    # real quick runs (the measured value is the benchmark's agreement rate).  Measured at
-    # quick size: val is within ±1 of the noise-aware set in 8/8 records and loses ≤ 1 point
-    # in 7/8 (FAILS at the 90% target, the reference losing ≤ 1 point in 8/8); at a claim of
-    # 85% it HOLDS, and with K̂ mutated to K = 1 it FAILS
+    # real quick runs (the measured value is the benchmark's agreement rate, best K on the
+    # large test sample).  Measured at quick size: val is within ±1 of the noise-aware set in
+    # 8/8 records and loses ≤ 1 point in 6/8 (FAILS at the 90% target, the reference losing
+    # ≤ 1 point in 7/8); on the clients' own small test data 8/8 and 7/8.  At a claim of 75%
+    # it HOLDS, and with K̂ mutated to K = 1 it FAILS
     from algorithms import cgpfl_validation as cv
 
     out, v = _run("cgpfl.khat_validation_planted")
     m = out.measured
-    assert m["records"] == 8 and m["set_within1"] == 1.0 and m["lost_le_1pt"] == 0.875
+    assert m["records"] == 8 and m["set_within1"] == 1.0 and m["lost_le_1pt"] == 0.75
+    assert m["small_test"]["val"]["lost_le_1pt"] == 0.875
     assert v is Verdict.FAILS, out.detail
-    out, v = _run("cgpfl.khat_validation_planted", tolerance=0.85)
+    out, v = _run("cgpfl.khat_validation_planted", tolerance=0.75)
     assert v is Verdict.HOLDS, out.detail
     orig = cv.choose
     monkeypatch.setattr(cv, "choose", lambda curve, se, rule: 1 if rule == "max" else orig(curve, se, rule))
-    out, v = _run("cgpfl.khat_validation_planted", tolerance=0.85)
+    out, v = _run("cgpfl.khat_validation_planted", tolerance=0.75)
     assert v is Verdict.FAILS and out.measured["lost_le_1pt"] < 0.5, out.detail

@@ -9,17 +9,27 @@ from verification.selection_k import (SELECTORS, BenchConfig, full_cases, quick_
 
 
 def test_run_case_records():
-    cfg = BenchConfig(rounds=3, seeds=2, k_cap=3, select_round=2, restarts=3)
+    cfg = BenchConfig(rounds=3, seeds=2, k_cap=3, select_round=2, restarts=3, large_test=200)
     res = run_case(SelectionCase("label", 8, 2, "equal", "easy"), cfg)
-    acc = np.asarray(res["accuracy"])
-    assert acc.shape == (2, 3) and np.all((acc >= 0) & (acc <= 1))
-    assert res["best_k"] == int(np.argmax(acc.mean(0))) + 1
-    names = {r["selector"] for r in res["records"]}
-    assert names == set(SELECTORS)
-    for r in res["records"]:
-        assert 1 <= r["k_hat"] <= 3 and r["acc_lost"] >= 0
-        assert r["acc_lost"] == pytest.approx(acc.mean(0)[r["best_k"] - 1] - acc.mean(0)[r["k_hat"] - 1])
-        assert r["within1"] == (abs(r["k_hat"] - r["best_k"]) <= 1)
+    for scored in (res, res["large"]):  # small scoring at the top level, large under "large"
+        acc = np.asarray(scored["accuracy"])
+        assert acc.shape == (2, 3) and np.all((acc >= 0) & (acc <= 1))
+        assert scored["best_k"] == int(np.argmax(acc.mean(0))) + 1
+        names = {r["selector"] for r in scored["records"]}
+        assert names == set(SELECTORS)
+        for r in scored["records"]:
+            assert 1 <= r["k_hat"] <= 3 and r["acc_lost"] >= 0
+            assert r["acc_lost"] == pytest.approx(acc.mean(0)[r["best_k"] - 1] - acc.mean(0)[r["k_hat"] - 1])
+            assert r["within1"] == (abs(r["k_hat"] - r["best_k"]) <= 1)
+            if r["selector"] == "grid_other_seed":  # the other seed's best under this scoring
+                assert r["k_hat"] == int(np.argmax(acc[1 - r["seed"]])) + 1
+    # the selectors see the same data under both scorings: same K̂ (the reference aside)
+    pick = lambda recs: {(r["seed"], r["selector"]): r["k_hat"] for r in recs
+                         if r["selector"] != "grid_other_seed"}
+    assert pick(res["records"]) == pick(res["large"]["records"])
+    # 8 clients × 200 samples against 8 × 10–20: the scorings differ
+    assert res["large"]["accuracy"] != res["accuracy"]
+    assert set(summarise([res])) == set(summarise([res], scoring="small")) == set(SELECTORS)
 
 
 def test_parallel_jobs_give_the_serial_results():
@@ -40,7 +50,10 @@ def test_summarise_counts():
     recs = [{"selector": "bic", "k_hat": k, "best_k": 3, "exact": k == 3,
              "within1": abs(k - 3) <= 1, "acc_lost": lost}
             for k, lost in ((3, 0.0), (4, 0.005), (6, 0.02), (1, 0.3))]
-    s = summarise([{"records": recs}])["bic"]
+    s = summarise([{"records": recs}], scoring="small")["bic"]
+    assert summarise([{"large": {"records": recs}}])["bic"] == s
+    with pytest.raises(ValueError, match="scoring"):
+        summarise([{"records": recs}], scoring="medium")
     assert s["exact"] == 0.25 and s["within1"] == 0.5 and s["lost_le_1pt"] == 0.5
     assert s["mean_lost"] == pytest.approx(0.325 / 4) and s["max_lost"] == 0.3 and s["records"] == 4
 

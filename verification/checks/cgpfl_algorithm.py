@@ -93,7 +93,11 @@ def global_update_identity(ctx: Context) -> Outcome:
 def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     """``selector``'s agreement with the empirically best K on the selection benchmark
     (:mod:`verification.selection_k`; quick: 4 cases, full: the 8 medium cases, hard and very
-    unequal contexts included), case seeds shifted by ``ctx.seed``.  Measured: the fractions of
+    unequal contexts included), case seeds shifted by ``ctx.seed``.  The best K is measured on
+    the benchmark's large test sample (1000 fresh samples per client from its own
+    distribution, scoring ``large``): the clients' own 10–20 test samples measure it only to
+    ≈ ±2 points, more than the 1-point target; the ``small`` scoring's rates are reported
+    beside.  Measured: the fractions of
     (case, seed) records within ±1 of the strict best K, within ±1 of the noise-aware set of
     best K (every K within the seed-to-seed standard error of the best), and losing ≤ 1
     accuracy point.  HOLDS when the noise-aware ±1 and the ≤ 1 point rates both reach the
@@ -106,7 +110,8 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     cases, cfg = ((sk.quick_cases(), sk.QUICK) if ctx.params["cases"] == "quick"
                   else (sk.medium_cases(), sk.BenchConfig(rounds=12)))
     cases = [dataclasses.replace(c, seed=c.seed + ctx.seed) for c in cases]
-    summary = sk.summarise(sk.run_benchmark(cases, cfg))
+    results = sk.run_benchmark(cases, cfg)
+    summary, small = sk.summarise(results), sk.summarise(results, scoring="small")
     e, ref = summary[selector], summary.get("grid_other_seed")
     tol = ctx.tolerance
     set_w1 = e.get("set_within1", e["within1"])
@@ -119,15 +124,20 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     return Outcome({"set_within1": set_w1, "lost_le_1pt": e["lost_le_1pt"],
                     "within1_strict": e["within1"], "exact_strict": e["exact"],
                     "mean_lost_points": 100 * e["mean_lost"], "records": e["records"],
-                    "selectors": summary},
+                    "selectors": summary, "small_test": small},
                    {"set_within1": f">= {tol}", "lost_le_1pt": f">= {tol}"},
-                   ok, f"{selector}, {len(cases)} cases × {cfg.seeds} seeds: {rates}",
+                   ok, f"{selector}, {len(cases)} cases × {cfg.seeds} seeds, best K on "
+                       f"{cfg.large_test} test samples per client: {rates}; small test "
+                       f"(own 10-20): {selector} set ±1 "
+                       f"{small[selector].get('set_within1', np.nan):.0%}, "
+                       f"≤1pt {small[selector]['lost_le_1pt']:.0%}",
                    verdict=verdict)
 
 
 _TARGET = ("issue 16's targets: K̂ within ±1 of the empirically best K (noise-aware set; the "
            "strict argmax rate is reported beside it) and <= 1 accuracy point lost, each in "
-           ">= 90% of (case, seed) records")
+           ">= 90% of (case, seed) records; best K measured on 1000 fresh test samples per "
+           "client (the own 10-20 measure it only to about 2 points)")
 
 
 @check("cgpfl.heur_khat_planted", paper=PAPER, reference="IJCAI eq. (11), CGPFL-Heur (§A.9, §E.A 12)",

@@ -61,6 +61,7 @@ per seed of each selector.  :func:`summarise` aggregates; ``python -m verificati
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -317,8 +318,13 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=str, default=None, help="write all results to this JSON file")
     p.add_argument("--jobs", type=int, default=1,
                    help="worker processes (cases run in parallel; default 1)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="training seeds per case (default: the config's 2); more seeds measure "
+                        "the seed-averaged curve, its best K and the losses more precisely")
     a = p.parse_args(argv)
     cases, cfg = (full_cases(), FULL) if a.full else (quick_cases(), QUICK)
+    if a.seeds is not None:
+        cfg = dataclasses.replace(cfg, seeds=positive_int("seeds", a.seeds))
     t0 = time.time()
     res = run_benchmark(cases, cfg, progress=True, jobs=a.jobs)
     summ = {scoring: summarise(res, scoring=scoring) for scoring in SCORINGS}

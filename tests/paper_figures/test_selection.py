@@ -2,7 +2,9 @@
 
 import csv
 
-from paper_figures.selection import make
+import pytest
+
+from paper_figures.selection import bar_rates, make
 from verification.selection_k import SELECTORS
 from verification.selection_stages import STAGE_SELECTORS
 from verification.stage_selectors import REFERENCES
@@ -14,5 +16,19 @@ def test_make_quick_writes_files(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
     rows = list(csv.DictReader((tmp_path / "selection.csv").open()))
     assert {r["selector"] for r in rows if r["what"] == "K"} == set(SELECTORS)
+    assert {r["selector"] for r in rows if r["what"] == "K_small_test"} == set(SELECTORS)
     assert {r["selector"] for r in rows if r["what"] == "T"} == set(STAGE_SELECTORS + REFERENCES)
     assert all(float(r["lost"]) >= -1e-12 for r in rows)
+
+
+def test_bar_rates_include_the_noise_aware_rate():
+    k = {"val": {"within1": 0.5, "set_within1": 0.9, "lost_le_1pt": 0.8},
+         "bic": {"within1": 0.4, "set_within1": 0.7, "lost_le_1pt": 0.6}}
+    bars = bar_rates(k, "K")
+    assert list(bars) == ["within ±1 of best", "within ±1 of the noise-aware set",
+                          "≤ 1 acc. point lost"]
+    assert list(bars.values()) == [[0.5, 0.4], [0.9, 0.7], [0.8, 0.6]]
+    t = {"cv": {"within1": 0.6, "within1_na": 0.8, "lost_le_1pt": 0.9}}
+    assert bar_rates(t, "T")["within ±1 of the noise-aware set"] == [0.8]
+    with pytest.raises(ValueError, match="what"):
+        bar_rates(k, "L")

@@ -10,8 +10,9 @@ every K in 1 … k_hi (k_hi = min(N/2, ``k_cap``)) with the hyper-parameters of
   from the client's own distribution (:func:`verification.selection_data.large_test_split`,
   a separate rng stream), as the PPFE stage benchmark uses the exact population risk;
 * ``small`` (the previous measurement) — on the clients' own test data, a quarter of their
-  40–80 samples: 10–20 per client, which measures a case's accuracy curve with a seed-to-seed
-  SE of ≈ 2 points, more than the 1-point target (issue 16).
+  40–80 samples: 10–20 per client, 300–750 per case at N = 20–50, so a K's accuracy has a
+  binomial SE of ≈ 2 points, more than the 1-point target (issue 16); on the full grid the
+  small-test best K differs from the large-test one in 28 of 60 cases.
 
 Neither is seen by any selector: the training data and the selectors' inputs are the same for
 both.  The **best K** of a case is, per scoring, the argmax of the accuracy averaged over the

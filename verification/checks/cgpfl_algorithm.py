@@ -95,9 +95,9 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     (:mod:`verification.selection_k`; quick: 4 cases, full: the 8 medium cases, hard and very
     unequal contexts included), case seeds shifted by ``ctx.seed``.  The best K is measured on
     the benchmark's large test sample (1000 fresh samples per client from its own
-    distribution, scoring ``large``): the clients' own 10–20 test samples measure it only to
-    ≈ ±2 points, more than the 1-point target; the ``small`` scoring's rates are reported
-    beside.  Measured: the fractions of
+    distribution, scoring ``large``): the clients' own 10–20 test samples measure a K's
+    accuracy with a binomial SE of ≈ 2 points, more than the 1-point target; the ``small``
+    scoring's rates are reported beside.  Measured: the fractions of
     (case, seed) records within ±1 of the strict best K, within ±1 of the noise-aware set of
     best K (every K within the seed-to-seed standard error of the best), and losing ≤ 1
     accuracy point.  HOLDS when the noise-aware ±1 and the ≤ 1 point rates both reach the

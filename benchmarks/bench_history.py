@@ -17,10 +17,14 @@ import argparse
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from algorithms.runner import History
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from algorithms.runner import History  # noqa: E402
 
 
 def entry(round_: int, n: int, rng: random.Random) -> dict:
@@ -34,12 +38,12 @@ def entry(round_: int, n: int, rng: random.Random) -> dict:
     return e
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=10_000)
     ap.add_argument("--evaluations", type=int, nargs="+", default=[10, 100, 400])
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     rng = random.Random(0)
     print(f"N = {args.clients}, load average {os.getloadavg()}")
     one = entry(1, args.clients, rng)
@@ -63,7 +67,8 @@ def main() -> None:
             print(f"E = {e_count:5d}: full rewrite {statistics.median(full):8.3f} s, "
                   f"append {append:8.4f} s")
     print(f"append_seconds E={max(args.evaluations)}: {append:.4f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -29,6 +29,15 @@ against 5.7 s with one (idle, before pFedMe's client tiles: 4.1 s with 2 threads
 when the machine is idle and lose 6–14× when it is shared, so ``pflt run`` defaults to
 one thread at every N (:func:`run_threads`); ``--threads 2`` / ``PFLT_THREADS=2`` is worth
 it on a machine of one's own from ~1000 clients on.
+
+Since the table above, pFedMe's inner solve runs in logit space and, with T > 1 torch
+threads, its client tiles run on T one-thread workers (``algorithms.steps.map_tiles``), so
+its *training* no longer waits at per-operation barriers: benchmarks/bench_engine.py on
+2026-11-24 20:48 UTC (load 1.1–2.8) gave an N = 10,000 training round of 1.07 s at one
+thread and 0.58 s at two, evaluation 0.54 s and 0.32 s.  Evaluation and the other
+algorithms still use torch's intra-op threads, and with a test run beside it ``pflt run
+--clients 10000 --threads 2`` took 2.3–6.3 s per round against 1.7 s at one thread — so the
+default stays one thread.
 """
 
 from __future__ import annotations

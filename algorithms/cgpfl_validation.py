@@ -21,15 +21,25 @@ the personalized accuracy (docs/selection.md).  This selector asks the question 
    difference in correct predictions).
 5. **Choose.**  ``rule="max"``: the argmax (smallest K on ties); ``"1se_small"``: the
    smallest K whose accuracy is within one standard error of the maximum; ``"1se_large"``:
-   the largest such K.  Under-selecting K costs far more than over-selecting on the
+   the largest such K; ``"smooth"``: the argmax of the curve averaged over 3 neighbouring K
+   (:func:`smooth`; beyond K₀ the true curve is nearly flat, so averaging neighbours cuts the
+   selection noise of each point at the price of a bias toward the flat side of K₀, i.e. a
+   slightly larger K).  Under-selecting K costs far more than over-selecting on the
    selection benchmark (docs/selection.md), which is what the rules are measured on.
 
-Cost: ``warmup_rounds + k_max·rounds`` CGPFL rounds on (folds−1)/folds of the data, against
-``k_max·T`` for training the whole K grid.
+With ``cv > 1`` steps 1–4 are repeated with folds 0 … cv−1 as the validation part (each with
+its own warm-up) and the correct predictions are summed over them (cross-validation: every
+validated sample counts once, the curve's sampling noise shrinks about as 1/√cv);
+:func:`first_folds` rescores a result on its first folds only, so one ``cv = folds`` run also
+gives the single hold-out choice.
+
+Cost: ``cv·(warmup_rounds + k_max·rounds)`` CGPFL rounds on (folds−1)/folds of the data,
+against ``k_max·T`` for training the whole K grid.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,21 +52,27 @@ from pfl_theory.kmeans import kmeans
 from pfl_theory.validation import positive_int
 from synthetic.federation import Federation, Split
 
-__all__ = ["RULES", "ValidationResult", "holdout_split", "choose", "validation_select_k"]
+__all__ = ["RULES", "ValidationResult", "holdout_split", "smooth", "choose", "validation_select_k",
+           "first_folds"]
 
-RULES = ("max", "1se_small", "1se_large")
+RULES = ("max", "1se_small", "1se_large", "smooth")
 
 
 @dataclass(frozen=True)
 class ValidationResult:
     """Validation accuracy ``curve[K−1]`` for K = 1 … k_max, the paired standard error
-    ``se[K−1]`` of ``curve[K−1] − max(curve)``, the K chosen by each rule (``k_hat``) and
-    the (fit/validation split, warm-up state) of each fold used (``warmups``)."""
+    ``se[K−1]`` of ``curve[K−1] − max(curve)``, the K chosen by each rule (``k_hat``), the
+    (fit/validation split, warm-up state) of each fold used (``warmups``), the correct
+    predictions ``correct[fold, K−1, client]`` and validation samples ``counts[fold, client]``
+    per fold, and the seconds each fold took (``seconds``)."""
 
     curve: np.ndarray
     se: np.ndarray
     k_hat: dict
     warmups: tuple = ()   # (split, K = 1 warm-up state) per validation fold used
+    correct: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    seconds: tuple = ()
 
     @property
     def ks(self) -> np.ndarray:
@@ -103,6 +119,20 @@ def _paired_se(correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.sqrt(scale * (resid ** 2).sum(1)) / total
 
 
+def smooth(curve, width: int = 3) -> np.ndarray:
+    """Centred moving average of ``curve`` over ``width`` (odd) neighbouring K; the window is
+    truncated at the ends of the grid (the first point averages K = 1 … (width+1)/2)."""
+    curve = np.asarray(curve, dtype=np.float64)
+    width = positive_int("width", width)
+    if width % 2 == 0:
+        raise ValueError(f"width must be odd, got {width}")
+    h = width // 2
+    csum = np.concatenate([[0.0], np.cumsum(curve)])
+    lo = np.maximum(np.arange(curve.size) - h, 0)
+    hi = np.minimum(np.arange(curve.size) + h + 1, curve.size)
+    return (csum[hi] - csum[lo]) / (hi - lo)
+
+
 def choose(curve, se, rule: str) -> int:
     """K̂ (1-based) from a validation curve and its paired standard errors by ``rule``
     (module docstring, step 5)."""
@@ -110,6 +140,9 @@ def choose(curve, se, rule: str) -> int:
     top = curve.max()
     if rule == "max":
         return int(np.flatnonzero(curve >= top - 1e-12)[0]) + 1
+    if rule == "smooth":
+        sm = smooth(curve, 3)
+        return int(np.flatnonzero(sm >= sm.max() - 1e-12)[0]) + 1
     near = np.flatnonzero(curve >= top - se - 1e-12)
     if rule == "1se_small":
         return int(near[0]) + 1
@@ -139,16 +172,17 @@ def validation_select_k(fed: Federation, model, hyperparameters: dict, *, k_max:
         raise ValueError(f"cv must be <= folds = {folds}, got {cv}")
     hp = {**hyperparameters, "kmeans_restarts": kmeans_restarts}
     hp.pop("num_contexts", None)
-    correct = np.zeros((k_max, fed.num_clients))
-    counts = np.zeros(fed.num_clients)
-    warm = []
+    correct = np.zeros((cv, k_max, fed.num_clients))
+    counts = np.zeros((cv, fed.num_clients))
+    warm, seconds = [], []
     for fold in range(cv):
+        t0 = time.perf_counter()
         split = holdout_split(fed, folds=folds, fold=fold,
                               seed=seed if split_seed is None else split_seed)
         state = warmup(split, model, hp, warmup_rounds, seed)
         warm.append((split, state))
         n_val = split.test.counts.cpu().double().numpy()
-        counts += n_val
+        counts[fold] = n_val
         local = flatten(state.models["local"])
         for k in range(1, k_max + 1):
             alg = get_algorithm("cgpfl")(num_contexts=k, **hp)
@@ -161,10 +195,29 @@ def validation_select_k(fed: Federation, model, hyperparameters: dict, *, k_max:
             for _ in range(rounds):
                 s = alg.round(s, split, model)
             acc, _ = evaluate(model, alg.evaluated(s)["personalized"], split.test)
-            correct[k - 1] += acc.detach().cpu().double().numpy() * n_val
-    curve = correct.sum(1) / counts.sum()
-    se = _paired_se(correct, counts)
-    return ValidationResult(curve, se, {r: choose(curve, se, r) for r in RULES}, tuple(warm))
+            correct[fold, k - 1] = acc.detach().cpu().double().numpy() * n_val
+        seconds.append(time.perf_counter() - t0)
+    return _result(correct, counts, tuple(warm), tuple(seconds))
+
+
+def _result(correct: np.ndarray, counts: np.ndarray, warm: tuple, seconds: tuple) -> ValidationResult:
+    """Curve, paired SE and every rule's K̂ of the correct predictions summed over the folds."""
+    tot, n = correct.sum(0), counts.sum(0)
+    curve = tot.sum(1) / n.sum()
+    se = _paired_se(tot, n)
+    return ValidationResult(curve, se, {r: choose(curve, se, r) for r in RULES}, warm,
+                            correct, counts, seconds)
+
+
+def first_folds(res: ValidationResult, cv: int) -> ValidationResult:
+    """``res`` rescored on its first ``cv`` folds only: the result ``validation_select_k``
+    returns with that ``cv`` (same splits, warm-ups and seeds: fold j's run does not depend on
+    how many folds follow)."""
+    cv = positive_int("cv", cv)
+    if res.correct is None or cv > res.correct.shape[0]:
+        raise ValueError(f"cv must be <= the {0 if res.correct is None else res.correct.shape[0]} "
+                         f"folds of the result, got {cv}")
+    return _result(res.correct[:cv], res.counts[:cv], res.warmups[:cv], res.seconds[:cv])
 
 
 def warmup(split: Federation, model, hyperparameters: dict, rounds: int, seed: int):

@@ -44,6 +44,13 @@ the personalized models θ̃_i of the K = 1 run (pFedMe) after ``select_round`` 
   data held out, a K = 1 warm-up of ``val_warmup`` rounds shared by every K, ``val_rounds``
   rounds per K, personalized accuracy on the held-out part; K̂ = the argmax (``val``), the
   smallest / largest K within one paired standard error of the maximum.
+* ``val_smooth`` — ``val``'s curve averaged over 3 neighbouring K before the argmax
+  (:func:`algorithms.cgpfl_validation.smooth`: less selection noise, a slight bias to larger K).
+* ``val_cv``, ``val_cv_smooth`` — the same with ``val_folds``-fold cross-validation: every
+  fold of each client's training data serves once as the held-out part (own warm-up per fold),
+  the correct predictions summed over the folds (4× the held-out samples, 4× the cost);
+  argmax / 3-point smoothed argmax.  Only when ``BenchConfig.val_variants`` (``QUICK``,
+  ``FULL``); ``val*`` are then read off the first fold(s) of the same run and timed on them.
 * ``grid_other_seed`` (reference, not a cheap selector) — the best K of the full K grid
   trained with *another* training seed: how well-defined the best K is at all (the seed-
   averaged curve is often flat within noise beyond K₀).  It is scored on the same test
@@ -72,7 +79,7 @@ import numpy as np
 import torch
 
 from algorithms.base import flatten, get_algorithm
-from algorithms.cgpfl_validation import validation_select_k
+from algorithms.cgpfl_validation import first_folds, validation_select_k
 from algorithms.evaluation import evaluate
 from algorithms.models import build_model
 from pfl_theory.cgpfl import select_k
@@ -89,7 +96,9 @@ __all__ = ["SELECTORS", "SCORINGS", "BenchConfig", "QUICK", "FULL", "quick_cases
 
 TRAIN_RESTARTS = 3  # server k-means restarts inside CGPFL training (budget; the clusters are stable)
 SELECTORS = ("e_relative", "e_lambda", "bic", "peer", "peer_1se", "peer_val", "val",
-             "val_1se_small", "val_1se_large", "grid_other_seed", "planted_k0")
+             "val_1se_small", "val_1se_large", "val_smooth", "val_cv", "val_cv_smooth",
+             "grid_other_seed", "planted_k0")
+VARIANTS = ("val_cv", "val_cv_smooth")  # only with BenchConfig.val_variants
 SCORINGS = ("large", "small")  # best K on the large per-client test sample / own test data
 
 
@@ -99,7 +108,8 @@ class BenchConfig:
     seeds, K ≤ ``k_cap``, selection on the round-``select_round`` models, k-means
     ``restarts`` of the selectors; the validation selectors hold out 1/``val_folds`` of each
     client's training data, warm up ``val_warmup`` rounds and train ``val_rounds`` rounds per
-    K — ``val_rounds = 0`` leaves them out; ``large_test`` samples per client score the
+    K — ``val_rounds = 0`` leaves them out; ``val_variants`` adds the cross-validated
+    ``val_cv*`` (4× the validation cost); ``large_test`` samples per client score the
     ``large`` scoring)."""
 
     rounds: int = 10
@@ -111,11 +121,13 @@ class BenchConfig:
     val_rounds: int = 7
     val_folds: int = 4
     val_cv: int = 1
+    val_variants: bool = False
     large_test: int = 1000
 
 
-QUICK = BenchConfig(rounds=8, seeds=2, k_cap=6, select_round=3, restarts=10, val_rounds=5)
-FULL = BenchConfig()
+QUICK = BenchConfig(rounds=8, seeds=2, k_cap=6, select_round=3, restarts=10, val_rounds=5,
+                    val_variants=True)
+FULL = BenchConfig(val_variants=True)
 
 
 def quick_cases() -> list[SelectionCase]:
@@ -196,21 +208,25 @@ def _validation(fed, model, cfg: BenchConfig, seed: int, k_hi: int, seconds: dic
     data, :func:`algorithms.cgpfl_validation.validation_select_k`) and ``peer_val`` (the
     ``peer`` curve of the first fold's warm-up θ̃, fitted on the fit part, scored on the
     held-out part: no client's own training data in its score)."""
-    t0 = time.perf_counter()
-    res = validation_select_k(fed, model, CGPFL_HP, k_max=k_hi, warmup_rounds=cfg.val_warmup,
-                              rounds=cfg.val_rounds, folds=cfg.val_folds, cv=cfg.val_cv,
-                              seed=seed, kmeans_restarts=TRAIN_RESTARTS)
-    t1 = time.perf_counter()
+    cv_all = cfg.val_folds if cfg.val_variants else cfg.val_cv
+    every = validation_select_k(fed, model, CGPFL_HP, k_max=k_hi, warmup_rounds=cfg.val_warmup,
+                                rounds=cfg.val_rounds, folds=cfg.val_folds, cv=max(cv_all, cfg.val_cv),
+                                seed=seed, kmeans_restarts=TRAIN_RESTARTS)
+    res = first_folds(every, cfg.val_cv)
+    t0, t1 = 0.0, sum(res.seconds)  # val*: the time of their own folds
+    t_peer = time.perf_counter()
     split, state = res.warmups[0]
     theta = flatten(state.models["personalized"]).detach().cpu().double().numpy()
     m = split.train.counts.cpu().double().numpy()
     path = cluster_path(theta, weights=m, k_max=k_hi, restarts=cfg.restarts, seed=seed)
     like = {n: v[:1] for n, v in state.models["personalized"].items()}
     curve, _ = peer_curve(theta, path, split.test, m, model, like, dtype=fed.dtype, device=fed.device)
-    t2 = time.perf_counter()
+    t2 = t1 + time.perf_counter() - t_peer
     out = {f"val_{r}" if r != "max" else "val": k for r, k in res.k_hat.items()}
+    if cfg.val_variants:
+        out.update({"val_cv": every.k_hat["max"], "val_cv_smooth": every.k_hat["smooth"]})
     for name in out:
-        seconds[name] = seconds.get(name, 0.0) + (t1 - t0)
+        seconds[name] = seconds.get(name, 0.0) + (sum(every.seconds) if name in VARIANTS else t1 - t0)
     # the warm-up is a 1/(1 + k_hi·rounds/warmup) share of the validation run
     share = cfg.val_warmup / (cfg.val_warmup + k_hi * cfg.val_rounds) / cfg.val_cv
     seconds["peer_val"] = seconds.get("peer_val", 0.0) + share * (t1 - t0) + (t2 - t1)

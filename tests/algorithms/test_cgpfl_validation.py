@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.cgpfl_validation import (RULES, _paired_se, choose, holdout_split,
-                                         validation_select_k)
+from algorithms.cgpfl_validation import (RULES, _paired_se, choose, first_folds, holdout_split,
+                                         smooth, validation_select_k)
 from algorithms.models import build_model
 from verification.experiments_cgpfl import planted_federation
 
@@ -56,6 +56,24 @@ def test_choose_rules():
         choose(curve, se, "median")
 
 
+def test_smooth_is_a_truncated_moving_average():
+    c = np.array([0.2, 0.8, 0.5, 0.5, 0.9, 0.1])
+    # differences of float64 cumulative sums of values ≤ 3: rounding error ≤ a few 1e-16
+    assert smooth(c) == pytest.approx([0.5, 0.5, 0.6, 1.9 / 3, 0.5, 0.5], abs=1e-15)
+    assert smooth(c, 1) == pytest.approx(c, abs=1e-15) and smooth([0.3]) == pytest.approx([0.3])
+    with pytest.raises(ValueError, match="odd"):
+        smooth(c, 2)
+
+
+def test_choose_smooth_ignores_a_lone_spike():
+    # K = 2 is a lone noisy spike; K = 4 … 6 a plateau: the smoothed argmax is inside it
+    curve = np.array([0.50, 0.83, 0.60, 0.80, 0.81, 0.80, 0.79])
+    assert choose(curve, np.zeros(7), "max") == 2
+    assert choose(curve, np.zeros(7), "smooth") == 5
+    # a clear single peak is kept
+    assert choose([0.5, 0.6, 0.9, 0.6, 0.5], np.zeros(5), "smooth") == 3
+
+
 def test_validation_select_k_runs_and_is_deterministic(planted):
     fed, model = planted
     a = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, seed=2)
@@ -65,7 +83,17 @@ def test_validation_select_k_runs_and_is_deterministic(planted):
     assert set(a.k_hat) == set(RULES) and all(1 <= k <= 3 for k in a.k_hat.values())
     assert a.se[int(np.argmax(a.curve))] == 0.0 and len(a.warmups) == 1
     cv = validation_select_k(fed, model, HP, k_max=2, warmup_rounds=1, rounds=1, cv=2, seed=2)
-    assert len(cv.warmups) == 2
+    assert len(cv.warmups) == 2 and cv.correct.shape == (2, 2, 8) and len(cv.seconds) == 2
+    # the cross-validated curve pools both folds: every training sample validated once at cv = folds
+    assert cv.counts.sum() == pytest.approx(float(fed.train.counts.sum()) / 2, abs=8)
+    assert np.allclose(cv.curve, cv.correct.sum((0, 2)) / cv.counts.sum())
+    # its first fold alone is exactly the cv = 1 run (same split, warm-up and seeds)
+    one = validation_select_k(fed, model, HP, k_max=2, warmup_rounds=1, rounds=1, seed=2)
+    head = first_folds(cv, 1)
+    assert np.array_equal(head.curve, one.curve) and head.k_hat == one.k_hat
+    assert np.array_equal(head.se, one.se)
+    with pytest.raises(ValueError, match="cv"):
+        first_folds(cv, 3)
     with pytest.raises(ValueError, match="k_max"):
         validation_select_k(fed, model, HP, k_max=9)
     with pytest.raises(ValueError, match="cv"):

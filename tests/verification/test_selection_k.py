@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 
 from verification.selection_data import SelectionCase
-from verification.selection_k import (SELECTORS, BenchConfig, full_cases, quick_cases, run_case,
-                                      summarise)
+from verification.selection_k import (FULL, QUICK, SELECTORS, VARIANTS, BenchConfig, full_cases,
+                                      quick_cases, run_case, summarise)
 
 
 def test_run_case_records():
-    cfg = BenchConfig(rounds=3, seeds=2, k_cap=3, select_round=2, restarts=3, large_test=200)
+    cfg = BenchConfig(rounds=3, seeds=2, k_cap=3, select_round=2, restarts=3, large_test=200,
+                      val_variants=True)
     res = run_case(SelectionCase("label", 8, 2, "equal", "easy"), cfg)
     for scored in (res, res["large"]):  # small scoring at the top level, large under "large"
         acc = np.asarray(scored["accuracy"])
@@ -30,6 +31,10 @@ def test_run_case_records():
     # 8 clients × 200 samples against 8 × 10–20: the scorings differ
     assert res["large"]["accuracy"] != res["accuracy"]
     assert set(summarise([res])) == set(summarise([res], scoring="small")) == set(SELECTORS)
+    # the cross-validated variants cost 4 folds, val* one: timed on their own folds
+    sec = res["seconds"]
+    assert sec["val_cv"] == sec["val_cv_smooth"] > sec["val"] == sec["val_smooth"] > 0
+    assert QUICK.val_variants and FULL.val_variants and not BenchConfig().val_variants
 
 
 def test_parallel_jobs_give_the_serial_results():
@@ -41,6 +46,7 @@ def test_parallel_jobs_give_the_serial_results():
         return [{k: v for k, v in r.items() if k != "seconds"} for r in results]
 
     serial = run_benchmark(cases, cfg)
+    assert {r["selector"] for r in serial[0]["records"]} == set(SELECTORS) - set(VARIANTS) - {"grid_other_seed"}  # 1 seed
     assert drop_times(run_benchmark(cases, cfg, jobs=2)) == drop_times(serial)
     with pytest.raises(ValueError, match="jobs"):
         run_benchmark(cases, cfg, jobs=0)

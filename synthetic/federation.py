@@ -132,15 +132,24 @@ class Federation:
     def sample_batches(self, steps: int, batch_size: int,
                        generator: torch.Generator) -> torch.Tensor:
         """Train indices ``[steps, N, batch_size]`` (uniform with replacement per client),
-        drawn on the CPU from ``generator`` then moved to the federation's device."""
+        drawn on the CPU from ``generator`` then moved to the federation's device.
+
+        Drawn one step at a time into the result: the same numbers as one
+        ``rand((steps, N, batch_size))`` (the generator fills in order; tested), without the
+        float64 draw and its temporaries for all steps at once (at N = 100,000, R = 20,
+        |D| = 20 those were ~1 GB on top of the 320 MB result)."""
         steps = positive_int("steps", steps)
         batch_size = positive_int("batch_size", batch_size)
-        u = torch.rand((steps, self.num_clients, batch_size), generator=generator,
-                       dtype=torch.float64)
-        counts = self.train.counts.cpu().to(torch.float64)
-        local = torch.minimum((u * counts[None, :, None]).long(),
-                              (self.train.counts.cpu() - 1)[None, :, None])
-        return (self.train.offsets.cpu()[None, :, None] + local).to(self.device)
+        counts = self.train.counts.cpu()
+        scale = counts.to(torch.float64)[:, None]
+        last = (counts - 1)[:, None]
+        offsets = self.train.offsets.cpu()[:, None]
+        out = torch.empty((steps, self.num_clients, batch_size), dtype=torch.long)
+        for r in range(steps):
+            u = torch.rand((self.num_clients, batch_size), generator=generator,
+                           dtype=torch.float64)
+            torch.add(offsets, torch.minimum(u.mul_(scale).long(), last), out=out[r])
+        return out.to(self.device)
 
     def to(self, device=None, dtype=None) -> "Federation":
         """A copy on ``device`` with floating features cast to ``dtype``."""

@@ -42,6 +42,20 @@ def test_sample_batches_stay_inside_each_client_and_are_deterministic():
     assert set(idx[:, 0].flatten().tolist()) == set(range(int(lo[0, 0, 0]), int(hi[0, 0, 0])))
 
 
+def test_sample_batches_equal_one_draw_for_all_steps_and_leave_the_generator_alike():
+    """Drawing step by step gives the numbers of one ``rand((steps, N, B))`` (the formula
+    before) and consumes the generator the same, so what is drawn after is unchanged."""
+    xs, ys = _arrays([5, 50, 7, 2])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    idx = fed.sample_batches(6, 11, g1)
+    u = torch.rand((6, fed.num_clients, 11), generator=g2, dtype=torch.float64)
+    counts = fed.train.counts
+    local = torch.minimum((u * counts.double()[None, :, None]).long(), (counts - 1)[None, :, None])
+    assert torch.equal(idx, fed.train.offsets[None, :, None] + local)
+    assert torch.equal(torch.rand(5, generator=g1), torch.rand(5, generator=g2))
+
+
 def test_chunks_cover_each_sample_once():
     xs, ys = _arrays([3, 17, 9, 2])
     fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu",

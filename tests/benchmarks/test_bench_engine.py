@@ -17,8 +17,9 @@ def test_main_prints_the_table_on_tiny_sizes(load_script, capsys):
     out = capsys.readouterr().out
     assert "| N | thr | load | samples |" in out
     row = next(line for line in out.splitlines() if line.startswith("| 3 | 1 |"))
-    assert row.count("|") == 17 and "*" in row           # 16 columns; baselines scaled (2 of 3)
-    assert "floor" in out and "DataLoader baseline" in out and "load average" in out
+    assert row.count("|") == 19 and "*" in row           # 18 columns; baselines scaled (2 of 3)
+    assert "floor" in out and "Optimizer" in out and "(optimistic)" in out
+    assert "load average" in out
     assert torch.get_num_threads() == threads            # the thread count is restored
 
 

@@ -45,3 +45,23 @@ def test_dataloader_and_sliced_evaluations_agree_with_the_engine(load_script):
             np.testing.assert_allclose(acc, loader[name][:, column], atol=1e-12)
             # float32 logits from different kernels: ~1e-7 relative
             np.testing.assert_allclose(loss, loader[name][:, column + 1], rtol=1e-5)
+
+
+def test_optimizer_step_and_inline_step_give_the_same_parameters(load_script):
+    """The baseline's inner step as a ``torch.optim.Optimizer`` (as the public code) and
+    inline (the optimistic baseline) is the same arithmetic: equal bit for bit."""
+    ref_mod = load_script("reference_pfedme")
+    fed = fedprox.federation(0.5, 0.5, num_clients=3, seed=0, max_client_size=40,
+                             device="cpu")
+    alg = PFedMe(local_rounds=3, inner_steps=2, batch_size=5, clients_per_round=2, code_l2=0.01)
+    a = ref_mod.ReferencePFedMe(alg, fed, optimizer_step=True)
+    b = ref_mod.ReferencePFedMe(alg, fed, optimizer_step=False)
+    assert a.clients[0].optimizer is not None and b.clients[0].optimizer is None
+    for _ in range(2):
+        a.round()
+        b.round()
+    for p, q in zip(a.global_params, b.global_params):
+        assert torch.equal(p, q)
+    for ca, cb in zip(a.clients, b.clients):
+        for p, q in zip(ca.model.parameters(), cb.model.parameters()):
+            assert torch.equal(p, q)

@@ -224,6 +224,11 @@ class StageSelection:
     bound: np.ndarray
 
 
+#: largest edge γ an estimate is clipped to before :func:`select_stages` (which needs γ < ½; a
+#: stage with zero training error has edge ½) — the CLI and the stage benchmarks use it
+GAMMA_MAX = 0.49
+
+
 def select_stages(*, gamma: float, kappa0: float, n: float, t_max: int) -> StageSelection:
     """Bias–variance choice of the number of stages T (PPFE §5 "Bias–Variance Tradeoff";
     docs/formulas.md §C.5.12, formula DERIVED from Corollary 2 + Theorem 2):

@@ -42,7 +42,7 @@ import torch
 from algorithms.base import get_algorithm
 from algorithms.models import MLP
 from algorithms.ppfe_ensemble import client_of, ensemble_scores, per_sample_logits
-from pfl_theory.ppfe_bounds import kappa0_from_ingredients, select_stages, stage_edge
+from pfl_theory.ppfe_bounds import GAMMA_MAX, kappa0_from_ingredients, select_stages, stage_edge
 from pfl_theory.ppfe_covering import harmonic_mean_size
 from synthetic.federation import Federation, Split
 from synthetic.permuted_labels import permuted_label_federation
@@ -139,8 +139,8 @@ def run_config(config: dict, *, seeds: int = SEEDS, **kw) -> dict:
                                        (1 - c["val"].mean(1)) / base, n)
         t_bound = select_stages(gamma=fitted["gamma"], kappa0=fitted["kappa0"], n=n, t_max=t_max)
         gamma_run = stage_edge(c["eps"], num_classes=c["num_classes"])
-        # as `pflt select-stages --from-run` (γ̂ ≤ 0.49; it refuses γ̂ ≤ 0, whose limit is T = 1)
-        t_run = select_stages(gamma=min(gamma_run, 0.49), kappa0=kappa0_from_ingredients(),
+        # as `pflt select-stages --from-run` (γ̂ ≤ GAMMA_MAX; it refuses γ̂ ≤ 0, whose limit is T = 1)
+        t_run = select_stages(gamma=min(gamma_run, GAMMA_MAX), kappa0=kappa0_from_ingredients(),
                               n=n, t_max=t_max).t_star if gamma_run > 0 else 1
         val_loss = 1.0 - c["val"]
         picks.append({"bound": t_bound.t_star, "bound_run": t_run,

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pfl_theory.ppfe_bounds import GAMMA_MAX
+
 __all__ = ["REFERENCES", "fit_bound_inputs", "one_se_pick", "noise_aware_best", "records",
            "summarise"]
 
@@ -40,7 +42,7 @@ def fit_bound_inputs(train: np.ndarray, val: np.ndarray, n: float) -> dict:
     t = np.arange(1, train.size + 1, dtype=np.float64)
     logr = np.log(np.clip(train, 1e-12, None))
     gamma2 = float(-(t * logr).sum() / (2 * (t * t).sum()))
-    gamma = float(np.clip(np.sqrt(max(gamma2, 0.0)), 0.01, 0.49))
+    gamma = float(np.clip(np.sqrt(max(gamma2, 0.0)), 0.01, GAMMA_MAX))
     root = np.sqrt(t / n)
     kappa0 = float(max(((val - train) * root).sum() / (root * root).sum(), 1e-6))
     return {"gamma": gamma, "kappa0": kappa0, "n": float(n)}

@@ -55,18 +55,11 @@ def run_models(path: Path, key: str | None = None) -> tuple[np.ndarray, dict]:
 
 
 def run_data(path: Path):
-    """The run's federation, rebuilt on the CPU out of ``run_options.json`` (None if the
-    file is missing or the data cannot be rebuilt)."""
-    f = _dir(path) / "run_options.json"
-    if not f.is_file():
-        return None
+    """The run's federation, rebuilt on the CPU by :func:`run_federation` (None if
+    ``run_options.json`` is missing or the data cannot be rebuilt)."""
     try:
-        from pflt.commands import run_options as opts
-        from synthetic.sources import build_federation
-
-        options = json.loads(f.read_text())
-        return build_federation(opts.data_spec(options), device="cpu")
-    except Exception:  # an older or foreign options file: the caller falls back
+        return run_federation(path)[0]
+    except Exception:  # missing, older or foreign options file: the caller falls back
         return None
 
 

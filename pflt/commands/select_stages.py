@@ -57,7 +57,6 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-GAMMA_MAX = 0.49   # select_stages needs γ < ½; a stage with zero training error has edge ½
 
 
 def _run_data(path: Path) -> tuple[list[int] | None, int | None]:
@@ -73,7 +72,7 @@ def _run_data(path: Path) -> tuple[list[int] | None, int | None]:
 
 def _from_run(path: Path, num_classes: int | None) -> dict:
     """γ̂, n̄ (and what the run observed) estimated from a PPFE run directory (module docstring)."""
-    from pfl_theory.ppfe_bounds import stage_edge
+    from pfl_theory.ppfe_bounds import GAMMA_MAX, stage_edge
     from pfl_theory.ppfe_covering import harmonic_mean_size
     from pflt.cli import UserError
     from pflt.commands._run_dir import run_history

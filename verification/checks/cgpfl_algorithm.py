@@ -114,11 +114,11 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     summary, small = sk.summarise(results), sk.summarise(results, scoring="small")
     e, ref = summary[selector], summary.get("grid_other_seed")
     tol = ctx.tolerance
-    set_w1 = e.get("set_within1", e["within1"])
+    set_w1 = e["set_within1"]
     ok = set_w1 >= tol and e["lost_le_1pt"] >= tol
     worse = ref is not None and e["lost_le_1pt"] < min(ref["lost_le_1pt"], tol)
     verdict = None if ok or worse else Verdict.INCONCLUSIVE
-    rates = "; ".join(f"{k}: ±1 {v['within1']:.0%} (set {v.get('set_within1', np.nan):.0%}), "
+    rates = "; ".join(f"{k}: ±1 {v['within1']:.0%} (set {v['set_within1']:.0%}), "
                       f"≤1pt {v['lost_le_1pt']:.0%}, mean lost {100 * v['mean_lost']:.1f} pt"
                       for k, v in summary.items())
     return Outcome({"set_within1": set_w1, "lost_le_1pt": e["lost_le_1pt"],
@@ -129,7 +129,7 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
                    ok, f"{selector}, {len(cases)} cases × {cfg.seeds} seeds, best K on "
                        f"{cfg.large_test} test samples per client: {rates}; small test "
                        f"(own 10-20): {selector} set ±1 "
-                       f"{small[selector].get('set_within1', np.nan):.0%}, "
+                       f"{small[selector]['set_within1']:.0%}, "
                        f"≤1pt {small[selector]['lost_le_1pt']:.0%}",
                    verdict=verdict)
 

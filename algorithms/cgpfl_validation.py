@@ -27,6 +27,23 @@ the personalized accuracy (docs/selection.md).  This selector asks the question 
    slightly larger K).  Under-selecting K costs far more than over-selecting on the
    selection benchmark (docs/selection.md), which is what the rules are measured on.
 
+**Criterion.**  Beside the accuracy, step 4 records the held-out **cross-entropy** of the
+personalized models, summed per client (``loss[fold, K−1, client]``, sample-weighted: the
+client's mean loss times its held-out samples), the curve of the pooled mean loss
+``L(K) = Σ_i loss_i / Σ_i n_i`` and its paired client-level standard error (the same ratio
+estimator, with K* the argmin).  The log score is a *strictly proper* scoring rule (Gneiting &
+Raftery, "Strictly proper scoring rules, prediction, and estimation", JASA 102, 2007, §2–3:
+its expectation is uniquely optimised by the true conditional distribution) and, unlike the
+0–1 accuracy, changes continuously with the predicted probabilities, so two nearby models'
+held-out difference is estimated from every sample rather than from the few whose
+prediction flips — the usual reason to select models by held-out deviance on small
+validation sets (Hastie, Tibshirani & Friedman, *The Elements of Statistical Learning*, 2nd
+ed., 2009, §7.10; cross-validated deviance is glmnet's default for classification).
+``k_hat_loss[rule]`` applies the same rules to ``−L(K)`` (``"max"``: the argmin of the loss;
+``"1se_small"``: the smallest K within one paired SE of the minimum, the one-SE rule of
+Breiman et al., *Classification and Regression Trees*, 1984, and ESL §7.10).
+:meth:`ValidationResult.pick` chooses by criterion (:data:`CRITERIA`) and rule.
+
 With ``cv > 1`` steps 1–4 are repeated with folds 0 … cv−1 as the validation part (each with
 its own warm-up) and the correct predictions are summed over them (cross-validation: every
 validated sample counts once, the curve's sampling noise shrinks about as 1/√cv);
@@ -52,10 +69,11 @@ from pfl_theory.kmeans import kmeans
 from pfl_theory.validation import positive_int
 from synthetic.federation import Federation, Split
 
-__all__ = ["RULES", "ValidationResult", "holdout_split", "smooth", "choose", "validation_select_k",
+__all__ = ["RULES", "CRITERIA", "ValidationResult", "holdout_split", "smooth", "choose", "validation_select_k",
            "first_folds"]
 
 RULES = ("max", "1se_small", "1se_large", "smooth")
+CRITERIA = ("accuracy", "loss")  # held-out personalized accuracy / cross-entropy
 
 
 @dataclass(frozen=True)
@@ -64,7 +82,10 @@ class ValidationResult:
     ``se[K−1]`` of ``curve[K−1] − max(curve)``, the K chosen by each rule (``k_hat``), the
     (fit/validation split, warm-up state) of each fold used (``warmups``), the correct
     predictions ``correct[fold, K−1, client]`` and validation samples ``counts[fold, client]``
-    per fold, and the seconds each fold took (``seconds``)."""
+    per fold, and the seconds each fold took (``seconds``).  The loss criterion: the summed
+    held-out cross-entropy ``loss[fold, K−1, client]``, the mean-loss curve ``loss_curve``,
+    the paired SE ``loss_se`` of ``loss_curve − min(loss_curve)`` and ``k_hat_loss`` (the
+    rules applied to ``−loss_curve``; module docstring)."""
 
     curve: np.ndarray
     se: np.ndarray
@@ -73,10 +94,26 @@ class ValidationResult:
     correct: np.ndarray | None = None
     counts: np.ndarray | None = None
     seconds: tuple = ()
+    loss: np.ndarray | None = None
+    loss_curve: np.ndarray | None = None
+    loss_se: np.ndarray | None = None
+    k_hat_loss: dict | None = None
 
     @property
     def ks(self) -> np.ndarray:
         return np.arange(1, self.curve.size + 1)
+
+    def pick(self, criterion: str = "accuracy", rule: str = "max") -> int:
+        """K̂ by ``criterion`` (:data:`CRITERIA`) and ``rule`` (:data:`RULES`; for the loss
+        ``"max"`` is the argmin)."""
+        if criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+        table = self.k_hat if criterion == "accuracy" else self.k_hat_loss
+        if table is None:
+            raise ValueError("this result has no held-out loss recorded")
+        return table[rule]
 
 
 def holdout_split(fed: Federation, *, folds: int = 4, fold: int = 0, seed: int = 0) -> Federation:
@@ -173,6 +210,7 @@ def validation_select_k(fed: Federation, model, hyperparameters: dict, *, k_max:
     hp = {**hyperparameters, "kmeans_restarts": kmeans_restarts}
     hp.pop("num_contexts", None)
     correct = np.zeros((cv, k_max, fed.num_clients))
+    loss = np.zeros((cv, k_max, fed.num_clients))
     counts = np.zeros((cv, fed.num_clients))
     warm, seconds = [], []
     for fold in range(cv):
@@ -194,19 +232,29 @@ def validation_select_k(fed: Federation, model, hyperparameters: dict, *, k_max:
                                        "num_contexts": torch.tensor(k, device=fed.device)})
             for _ in range(rounds):
                 s = alg.round(s, split, model)
-            acc, _ = evaluate(model, alg.evaluated(s)["personalized"], split.test)
+            acc, ce = evaluate(model, alg.evaluated(s)["personalized"], split.test)
             correct[fold, k - 1] = acc.detach().cpu().double().numpy() * n_val
+            loss[fold, k - 1] = ce.detach().cpu().double().numpy() * n_val  # summed per client
         seconds.append(time.perf_counter() - t0)
-    return _result(correct, counts, tuple(warm), tuple(seconds))
+    return _result(correct, counts, tuple(warm), tuple(seconds), loss)
 
 
-def _result(correct: np.ndarray, counts: np.ndarray, warm: tuple, seconds: tuple) -> ValidationResult:
-    """Curve, paired SE and every rule's K̂ of the correct predictions summed over the folds."""
+def _result(correct: np.ndarray, counts: np.ndarray, warm: tuple, seconds: tuple,
+            loss: np.ndarray | None = None) -> ValidationResult:
+    """Curves, paired SEs and every rule's K̂ of the correct predictions (and the held-out
+    loss) summed over the folds."""
     tot, n = correct.sum(0), counts.sum(0)
     curve = tot.sum(1) / n.sum()
     se = _paired_se(tot, n)
+    extra = {}
+    if loss is not None:
+        tot_loss = loss.sum(0)
+        loss_curve = tot_loss.sum(1) / n.sum()
+        loss_se = _paired_se(-tot_loss, n)   # the ratio estimator around the argmin of the loss
+        extra = {"loss": loss, "loss_curve": loss_curve, "loss_se": loss_se,
+                 "k_hat_loss": {r: choose(-loss_curve, loss_se, r) for r in RULES}}
     return ValidationResult(curve, se, {r: choose(curve, se, r) for r in RULES}, warm,
-                            correct, counts, seconds)
+                            correct, counts, seconds, **extra)
 
 
 def first_folds(res: ValidationResult, cv: int) -> ValidationResult:
@@ -217,7 +265,8 @@ def first_folds(res: ValidationResult, cv: int) -> ValidationResult:
     if res.correct is None or cv > res.correct.shape[0]:
         raise ValueError(f"cv must be <= the {0 if res.correct is None else res.correct.shape[0]} "
                          f"folds of the result, got {cv}")
-    return _result(res.correct[:cv], res.counts[:cv], res.warmups[:cv], res.seconds[:cv])
+    return _result(res.correct[:cv], res.counts[:cv], res.warmups[:cv], res.seconds[:cv],
+                   None if res.loss is None else res.loss[:cv])
 
 
 def warmup(split: Federation, model, hyperparameters: dict, rounds: int, seed: int):

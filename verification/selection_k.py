@@ -51,6 +51,13 @@ the personalized models θ̃_i of the K = 1 run (pFedMe) after ``select_round`` 
   the correct predictions summed over the folds (4× the held-out samples, 4× the cost);
   argmax / 3-point smoothed argmax.  Only when ``BenchConfig.val_variants`` (``QUICK``,
   ``FULL``); ``val*`` are then read off the first fold(s) of the same run and timed on them.
+* ``val_loss``, ``val_loss_1se`` — ``val``'s runs (same split, warm-up, short runs) with
+  the held-out **cross-entropy** as the criterion: K̂ = the argmin of the pooled held-out
+  loss, or the smallest K within one paired client-level SE of the minimum (the one-SE rule);
+  ``val_cv_loss``, ``val_cv_loss_1se`` — the same on the ``val_cv`` runs (loss summed over
+  the folds; only with ``val_variants``).  Why the loss: a proper scoring rule that is
+  continuous in the predicted probabilities, so less selection noise on small held-out parts
+  (:mod:`algorithms.cgpfl_validation`, "Criterion").
 * ``grid_other_seed`` (reference, not a cheap selector) — the best K of the full K grid
   trained with *another* training seed: how well-defined the best K is at all (the seed-
   averaged curve is often flat within noise beyond K₀).  It is scored on the same test
@@ -88,7 +95,7 @@ from pfl_theory.threads import set_torch_threads, single_blas_thread
 from pfl_theory.validation import positive_int
 from verification.experiments_cgpfl import CGPFL_HP
 from verification.selection_data import SelectionCase, large_test_split, make_case_federation
-from verification.selection_k_scores import argmax_first, peer_curve, records
+from verification.selection_k_scores import HALVES, argmax_first, peer_curve, records, split_halves
 from verification.selection_k_scores import summarise as _summarise
 
 __all__ = ["SELECTORS", "SCORINGS", "BenchConfig", "QUICK", "FULL", "quick_cases", "medium_cases", "full_cases",
@@ -97,8 +104,10 @@ __all__ = ["SELECTORS", "SCORINGS", "BenchConfig", "QUICK", "FULL", "quick_cases
 TRAIN_RESTARTS = 3  # server k-means restarts inside CGPFL training (budget; the clusters are stable)
 SELECTORS = ("e_relative", "e_lambda", "bic", "peer", "peer_1se", "peer_val", "val",
              "val_1se_small", "val_1se_large", "val_smooth", "val_cv", "val_cv_smooth",
+             "val_loss", "val_loss_1se", "val_cv_loss", "val_cv_loss_1se",
              "grid_other_seed", "planted_k0")
-VARIANTS = ("val_cv", "val_cv_smooth")  # only with BenchConfig.val_variants
+# only with BenchConfig.val_variants
+VARIANTS = ("val_cv", "val_cv_smooth", "val_cv_loss", "val_cv_loss_1se")
 SCORINGS = ("large", "small")  # best K on the large per-client test sample / own test data
 
 
@@ -223,8 +232,11 @@ def _validation(fed, model, cfg: BenchConfig, seed: int, k_hi: int, seconds: dic
     curve, _ = peer_curve(theta, path, split.test, m, model, like, dtype=fed.dtype, device=fed.device)
     t2 = t1 + time.perf_counter() - t_peer
     out = {f"val_{r}" if r != "max" else "val": k for r, k in res.k_hat.items()}
+    out.update({"val_loss": res.pick("loss", "max"), "val_loss_1se": res.pick("loss", "1se_small")})
     if cfg.val_variants:
-        out.update({"val_cv": every.k_hat["max"], "val_cv_smooth": every.k_hat["smooth"]})
+        out.update({"val_cv": every.k_hat["max"], "val_cv_smooth": every.k_hat["smooth"],
+                    "val_cv_loss": every.pick("loss", "max"),
+                    "val_cv_loss_1se": every.pick("loss", "1se_small")})
     for name in out:
         seconds[name] = seconds.get(name, 0.0) + (sum(every.seconds) if name in VARIANTS else t1 - t0)
     # the warm-up is a 1/(1 + k_hi·rounds/warmup) share of the validation run
@@ -335,6 +347,9 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=str, default=None, help="write all results to this JSON file")
     p.add_argument("--jobs", type=int, default=1,
                    help="worker processes (cases run in parallel; default 1)")
+    p.add_argument("--halves", action="store_true",
+                   help="also print the large-test rates on the dev / held-out halves of the "
+                        "cases (case index mod 4 in {0,3} / {1,2}; choose on dev, judge on held-out)")
     p.add_argument("--seeds", type=int, default=None,
                    help="training seeds per case (default: the config's 2); more seeds measure "
                         "the seed-averaged curve, its best K and the losses more precisely")
@@ -359,6 +374,16 @@ def main(argv=None) -> int:
                   f"{v.get('set_exact', np.nan):>6.2f}{v.get('set_within1', np.nan):>7.2f}"
                   f"{v['lost_le_1pt']:>6.2f}{100 * v['mean_lost']:>10.2f}"
                   f"{100 * v['max_lost']:>9.1f}{v.get('seconds', np.nan):>8.2f}")
+    if a.halves:
+        parts = split_halves(res)
+        print("large test by half: strict ±1 / set ±1 / ≤1pt / mean lost (pt) / max lost (pt)")
+        print(f"{'selector':<16}" + "".join(f"{h:>36}" for h in HALVES))
+        halves = {h: summarise(parts[h]) for h in HALVES}
+        for name in summ["large"]:
+            cells = [f"{v['within1']:.2f} / {v['set_within1']:.2f} / {v['lost_le_1pt']:.2f} / "
+                     f"{100 * v['mean_lost']:.2f} / {100 * v['max_lost']:.1f}"
+                     for v in (halves[h][name] for h in HALVES)]
+            print(f"{name:<16}" + "".join(f"{c:>36}" for c in cells))
     print(f"{len(cases)} cases, {time.time() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} "
           "(exact/±1: strict best K; set/set±1: noise-aware set; lost in accuracy points)")
     return 0

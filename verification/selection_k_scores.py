@@ -15,6 +15,12 @@ every selector, side by side (neither replaces the other):
   ``set_exact``: K̂ in the set; ``set_within1``: K̂ within ±1 of some K in the set.
 
 The accuracy lost ``mean[best K] − mean[K̂]`` is the same for both.
+
+**Halves of the grid** (:func:`half`, :func:`split_halves`), to choose a selector on one half
+of the cases and judge it on the other: *dev* = case index mod 4 ∈ {0, 3}, *held-out* = mod 4
+∈ {1, 2}, the index being the case's position in :func:`verification.selection_k.full_cases`
+(difficulty is the innermost loop of that grid, sizes the next: each (kind, N, K₀) block gives
+one equal/easy and one unequal/hard case to dev, the other two to held-out; docs/selection.md).
 """
 
 from __future__ import annotations
@@ -25,7 +31,23 @@ import torch
 from algorithms.base import unflatten
 from algorithms.evaluation import evaluate
 
-__all__ = ["peer_curve", "argmax_first", "best_set", "records", "summarise"]
+__all__ = ["peer_curve", "argmax_first", "best_set", "records", "summarise", "HALVES", "half",
+           "split_halves"]
+
+HALVES = ("dev", "held_out")
+
+
+def half(index: int) -> str:
+    """``"dev"`` for case index mod 4 ∈ {0, 3}, ``"held_out"`` for mod 4 ∈ {1, 2}."""
+    return "dev" if index % 4 in (0, 3) else "held_out"
+
+
+def split_halves(results: list) -> dict[str, list]:
+    """``results`` (one per case, in the grid's order) as ``{"dev": [...], "held_out": [...]}``."""
+    out = {h: [] for h in HALVES}
+    for i, r in enumerate(results):
+        out[half(i)].append(r)
+    return out
 
 
 def argmax_first(curve) -> int:

@@ -23,8 +23,11 @@ the run's client sizes, else 100·N (100 samples per client) when neither ``--m`
   Input: the run directory's ``run_options.json`` (it rebuilds the federation: data, split,
   model); no checkpoint is needed.  Each client's training data are split 3/4 fit, 1/4
   validation (``--val-folds``), CGPFL with K = 1 is warmed up ``--val-warmup`` rounds, then
-  trained ``--val-rounds`` rounds per K; K̂ maximises the held-out personalized accuracy
-  (``--val-rule``).  Hyper-parameters: the run's own if it trained cgpfl / cgpfl-heur, else
+  trained ``--val-rounds`` rounds per K; K̂ minimises the held-out cross-entropy of the
+  personalized models or maximises their held-out accuracy (``--criterion``, default
+  :data:`DEFAULT_CRITERION`; ``--val-rule``: argmin/argmax or a one-SE rule).  ``--json``
+  gives K̂, the whole curve of the chosen criterion (``curve``, ``curve_se``), both curves,
+  each rule's K̂ per criterion, and the inputs.  Hyper-parameters: the run's own if it trained cgpfl / cgpfl-heur, else
   CGPFL's defaults.  Cost: warm-up + k_max × val-rounds CGPFL rounds on 3/4 of the data.
 """
 
@@ -39,6 +42,8 @@ import numpy as np
 from pflt.cli import UserError
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
+CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.cgpfl_validation.CRITERIA)
+DEFAULT_CRITERION = "accuracy"
 
 
 def add_parser(subparsers) -> None:
@@ -86,8 +91,13 @@ def add_parser(subparsers) -> None:
                    help="--validation: 1/val-folds of each client's training data is held out "
                    "(default 4)")
     p.add_argument("--val-rule", default="max", choices=("max", "1se_small", "1se_large"),
-                   help="--validation: the argmax (default) or the smallest / largest K within "
+                   help="--validation: 'max' = the best K of the criterion (argmax of the "
+                   "accuracy, argmin of the loss; default) or the smallest / largest K within "
                    "one paired standard error of it")
+    p.add_argument("--criterion", default=None, choices=CRITERIA,
+                   help="--validation: score each K by the held-out personalized accuracy or "
+                   f"cross-entropy loss (argmin); default {DEFAULT_CRITERION!r} (the winner on the "
+                   "selection benchmark's held-out half of cases, docs/selection.md)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     p.set_defaults(func=run)
 
@@ -177,6 +187,8 @@ def _run_validation(args: argparse.Namespace) -> int:
     if args.from_run is None:
         raise UserError("--validation needs the clients' data: pass --from-run DIR (its "
                         "run_options.json rebuilds the federation)")
+    if args.criterion is None:
+        args.criterion = DEFAULT_CRITERION
     for name in ("val_warmup", "val_rounds"):
         if not 1 <= getattr(args, name) <= 10_000:
             raise UserError(f"--{name.replace('_', '-')} must lie in [1, 10000], got "
@@ -191,23 +203,33 @@ def _run_validation(args: argparse.Namespace) -> int:
                                   kmeans_restarts=min(args.restarts, 10))
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    k_hat = res.k_hat[args.val_rule]
+    crit = args.criterion
+    k_hat = res.pick(crit, args.val_rule)
+    by_rule = res.k_hat if crit == "accuracy" else res.k_hat_loss
+    curve, se = (res.curve, res.se) if crit == "accuracy" else (res.loss_curve, res.loss_se)
     if args.json:
-        print(json.dumps({"k_hat": k_hat, "method": "validation", "rule": args.val_rule,
-                          "ks": res.ks.tolist(), "validation_accuracy": res.curve.tolist(),
-                          "se": res.se.tolist(), "k_hat_by_rule": res.k_hat,
-                          "inputs": {"k_max": k_max, "warmup_rounds": args.val_warmup,
+        print(json.dumps({"k_hat": k_hat, "method": "validation", "criterion": crit,
+                          "rule": args.val_rule, "ks": res.ks.tolist(), "curve": curve.tolist(),
+                          "curve_se": se.tolist(), "k_hat_by_rule": by_rule,
+                          "validation_accuracy": res.curve.tolist(), "se": res.se.tolist(),
+                          "validation_loss": res.loss_curve.tolist(),
+                          "loss_se": res.loss_se.tolist(),
+                          "k_hat_by_criterion": {"accuracy": res.k_hat, "loss": res.k_hat_loss},
+                          "inputs": {"k_max": k_max, "criterion": crit, "rule": args.val_rule,
+                                     "warmup_rounds": args.val_warmup,
                                      "rounds": args.val_rounds, "folds": args.val_folds,
                                      "seed": args.seed, **info}}, default=float))
         return 0
+    best = "argmin of the loss" if crit == "loss" else "argmax of the accuracy"
     print(f"held-out validation after short CGPFL runs: N={fed.num_clients} warm-up "
-          f"{args.val_warmup} + {args.val_rounds} rounds per K, 1/{args.val_folds} held out  "
-          f"[{info['source']}]")
-    print(f"{'K':>4} {'val. accuracy':>14} {'SE of diff.':>12}")
-    for k, a, e in zip(res.ks, res.curve, res.se):
-        print(f"{k:>4} {a:>14.4f} {e:>12.4f}" + ("  <- K_hat" if k == k_hat else ""))
-    print(f"K_hat = {k_hat}   (rule {args.val_rule}; "
-          + ", ".join(f"{r}: {k}" for r, k in res.k_hat.items()) + ")")
+          f"{args.val_warmup} + {args.val_rounds} rounds per K, 1/{args.val_folds} held out, "
+          f"criterion {crit}  [{info['source']}]")
+    print(f"{'K':>4} {'val. accuracy':>14} {'SE of diff.':>12} {'val. loss':>10} {'SE of diff.':>12}")
+    for k, a, e, lo, le in zip(res.ks, res.curve, res.se, res.loss_curve, res.loss_se):
+        print(f"{k:>4} {a:>14.4f} {e:>12.4f} {lo:>10.4f} {le:>12.4f}"
+              + ("  <- K_hat" if k == k_hat else ""))
+    print(f"K_hat = {k_hat}   (criterion {crit}, rule {args.val_rule}: {best} for 'max'; "
+          + ", ".join(f"{r}: {k}" for r, k in by_rule.items()) + ")")
     return 0
 
 
@@ -216,6 +238,9 @@ def run(args: argparse.Namespace) -> int:
     from pfl_theory.cgpfl_selection import bic_curve
 
     check_inputs(args)
+    if args.criterion is not None and not args.validation:
+        raise UserError("--criterion chooses the validation criterion: it needs --validation "
+                        "(with --from-run DIR)")
     if args.validation:
         return _run_validation(args)
     x, planted, info = _models(args)

@@ -98,3 +98,74 @@ def test_validation_select_k_runs_and_is_deterministic(planted):
         validation_select_k(fed, model, HP, k_max=9)
     with pytest.raises(ValueError, match="cv"):
         validation_select_k(fed, model, HP, k_max=2, cv=5)
+
+
+def _direct_ce_sums(params, split) -> np.ndarray:
+    """Summed cross-entropy per client of MLR models ``params`` on ``split``, in numpy
+    (logits x W_i + b_i, log-sum-exp), independent of algorithms.evaluation."""
+    w = params["fc.weight"].detach().cpu().double().numpy()
+    b = params["fc.bias"].detach().cpu().double().numpy()
+    x = split.x.detach().cpu().double().numpy().reshape(split.x.shape[0], -1)
+    y = split.y.cpu().numpy()
+    out = []
+    for i, (off, cnt) in enumerate(zip(split.offsets.tolist(), split.counts.tolist())):
+        z = x[off:off + cnt] @ w[i if w.shape[0] > 1 else 0] + b[i if b.shape[0] > 1 else 0]
+        top = z.max(1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(z - top).sum(1))
+        out.append(float((lse - z[np.arange(cnt), y[off:off + cnt]]).sum()))
+    return np.asarray(out)
+
+
+def test_loss_record_matches_a_direct_cross_entropy(planted, monkeypatch):
+    # every (fold, K) evaluation is captured and its summed held-out cross-entropy recomputed
+    # directly; float64 data, sums of ≤ 10 terms of order 1: agreement to 1e-10
+    import algorithms.cgpfl_validation as cv
+
+    fed, model = planted
+    seen = []
+    orig = cv.evaluate
+    monkeypatch.setattr(cv, "evaluate", lambda m, p, s: seen.append((p, s)) or orig(m, p, s))
+    res = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, cv=2, seed=2)
+    assert res.loss.shape == res.correct.shape == (2, 3, 8) and len(seen) == 6
+    for j, (params, split) in enumerate(seen):
+        fold, k = divmod(j, 3)
+        assert np.allclose(res.loss[fold, k], _direct_ce_sums(params, split), rtol=1e-10, atol=1e-10)
+        assert np.array_equal(res.counts[fold], split.counts.double().numpy())
+    # the curve is the pooled mean loss; its paired SE the ratio estimator around the argmin
+    tot, n = res.loss.sum(0), res.counts.sum(0)
+    assert np.allclose(res.loss_curve, tot.sum(1) / n.sum(), rtol=1e-13)
+    assert np.allclose(res.loss_se, _paired_se(-tot, n), rtol=1e-13)
+    assert res.loss_se[int(np.argmin(res.loss_curve))] == 0.0
+
+
+def test_loss_criterion_picks_the_argmin(planted):
+    fed, model = planted
+    res = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, seed=2)
+    assert res.pick("loss") == int(np.argmin(res.loss_curve)) + 1 == res.k_hat_loss["max"]
+    assert res.pick("accuracy") == res.k_hat["max"] == int(np.argmax(res.curve)) + 1
+    near = np.flatnonzero(res.loss_curve <= res.loss_curve.min() + res.loss_se + 1e-12)
+    assert res.pick("loss", "1se_small") == near[0] + 1
+    assert set(res.k_hat_loss) == set(RULES)
+    # first_folds keeps the loss: the first fold of a cv = 2 run is the cv = 1 result
+    two = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, cv=2, seed=2)
+    head = first_folds(two, 1)
+    assert np.array_equal(head.loss_curve, res.loss_curve) and head.k_hat_loss == res.k_hat_loss
+    with pytest.raises(ValueError, match="criterion"):
+        res.pick("brier")
+    with pytest.raises(ValueError, match="rule"):
+        res.pick("loss", "median")
+
+
+def test_choose_on_the_negated_loss_is_the_argmin_and_a_mutation_is_caught():
+    # the loss criterion is `choose` on −L(K); the argmax of L (a sign error) picks the worst K
+    loss = np.array([1.20, 0.70, 0.55, 0.56, 0.60])
+    se = np.array([0.2, 0.05, 0.0, 0.02, 0.03])
+    assert choose(-loss, se, "max") == 3
+    assert choose(-loss, se, "1se_small") == 3 and choose(-loss, se, "1se_large") == 4
+    assert choose(loss, se, "max") == 1 != choose(-loss, se, "max")   # the mutation differs
+    from algorithms.cgpfl_validation import ValidationResult
+    r = ValidationResult(np.zeros(5), np.zeros(5), {r: 1 for r in RULES}, loss_curve=loss,
+                         loss_se=se, k_hat_loss={r: choose(-loss, se, r) for r in RULES})
+    assert r.pick("loss") == 3
+    with pytest.raises(ValueError, match="no held-out loss"):
+        ValidationResult(np.zeros(2), np.zeros(2), {}).pick("loss")

@@ -155,3 +155,47 @@ def test_validation_needs_the_run(tmp_path, capsys):
     assert "--from-run" in capsys.readouterr().err
     assert main(["select-k", "--from-run", str(tmp_path), "--validation"]) == 2
     assert "run_options.json" in capsys.readouterr().err
+
+
+def _validation_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", "8",
+                 "--rounds", "1", "--max-client-size", "30", "--no-progress",
+                 "--local-rounds", "2", "--inner-steps", "1"]) == 0
+    capsys.readouterr()
+    return ["select-k", "--from-run", str(out), "--validation", "--val-warmup", "1",
+            "--val-rounds", "1", "--k-max", "3", "--restarts", "2"]
+
+
+def test_validation_criterion(tmp_path, capsys):
+    from pflt.commands.select_k import DEFAULT_CRITERION
+
+    argv = _validation_run(tmp_path, capsys)
+    got = {}
+    for crit in ("loss", "accuracy"):
+        assert main([*argv, "--criterion", crit, "--json"]) == 0
+        got[crit] = json.loads(capsys.readouterr().out)
+    lo, ac = got["loss"], got["accuracy"]
+    # the same runs; each criterion shows its own whole curve and K̂ (argmin / argmax)
+    assert lo["validation_loss"] == ac["validation_loss"] and lo["curve"] == lo["validation_loss"]
+    assert ac["curve"] == ac["validation_accuracy"] and lo["curve_se"] == lo["loss_se"]
+    assert lo["k_hat"] == int(np.argmin(lo["curve"])) + 1 == lo["k_hat_by_rule"]["max"]
+    assert ac["k_hat"] == int(np.argmax(ac["curve"])) + 1
+    assert lo["criterion"] == lo["inputs"]["criterion"] == "loss" and ac["criterion"] == "accuracy"
+    assert lo["k_hat_by_criterion"]["loss"] == lo["k_hat_by_rule"]
+    assert all(v > 0 for v in lo["curve"])      # cross-entropy of 3 classes or more, finite
+    assert main([*argv, "--json"]) == 0          # the documented default
+    assert json.loads(capsys.readouterr().out)["criterion"] == DEFAULT_CRITERION
+    assert main([*argv, "--criterion", "loss"]) == 0
+    text = capsys.readouterr().out
+    assert "criterion loss" in text and text.count("<- K_hat") == 1 and "val. loss" in text
+
+
+def test_criterion_bad_value_and_misuse(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["select-k", "--planted", "10,3,4", "--criterion", "brier"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--criterion" in err and "invalid choice" in err and "'loss'" in err
+    assert main(["select-k", "--planted", "10,3,4", "--criterion", "loss"]) == 2
+    assert "needs --validation" in capsys.readouterr().err

@@ -34,6 +34,8 @@ def test_run_case_records():
     # the cross-validated variants cost 4 folds, val* one: timed on their own folds
     sec = res["seconds"]
     assert sec["val_cv"] == sec["val_cv_smooth"] > sec["val"] == sec["val_smooth"] > 0
+    assert sec["val_cv_loss"] == sec["val_cv_loss_1se"] == sec["val_cv"]
+    assert sec["val_loss"] == sec["val_loss_1se"] == sec["val"]
     assert QUICK.val_variants and FULL.val_variants and not BenchConfig().val_variants
 
 

@@ -35,3 +35,17 @@ def test_records_score_strict_and_noise_aware():
     assert list(s) == ["b", "a"] and s["a"]["seconds"] == 2.0 and "seconds" not in s["b"]
     assert s["a"]["set_exact"] == 0.5 and s["a"]["set_within1"] == 1.0
     assert s["b"]["set_within1"] == 0.5 and s["b"]["max_lost"] == pytest.approx(0.06)
+
+
+def test_halves_are_the_balanced_mod4_split_of_the_grid():
+    from verification.selection_k import full_cases
+    from verification.selection_k_scores import HALVES, half, split_halves
+
+    assert [half(i) for i in range(8)] == ["dev", "held_out", "held_out", "dev"] * 2
+    cases = full_cases()
+    parts = split_halves(cases)
+    assert set(parts) == set(HALVES) and len(parts["dev"]) == len(parts["held_out"]) == 30
+    assert parts["dev"][:2] == [cases[0], cases[3]] and parts["held_out"][:2] == cases[1:3]
+    # each (kind, N, K0) block of 4 gives dev its equal/easy and unequal/hard cases
+    assert {(c.sizes, c.difficulty) for c in parts["dev"][:56 // 2]} == {("equal", "easy"),
+                                                                         ("unequal", "hard")}

@@ -24,10 +24,13 @@ the run's client sizes, else 100·N (100 samples per client) when neither ``--m`
   model); no checkpoint is needed.  Each client's training data are split 3/4 fit, 1/4
   validation (``--val-folds``), CGPFL with K = 1 is warmed up ``--val-warmup`` rounds, then
   trained ``--val-rounds`` rounds per K; K̂ minimises the held-out cross-entropy of the
-  personalized models or maximises their held-out accuracy (``--criterion``, default
-  :data:`DEFAULT_CRITERION`; ``--val-rule``: argmin/argmax or a one-SE rule).  ``--json``
-  gives K̂, the whole curve of the chosen criterion (``curve``, ``curve_se``), both curves,
-  each rule's K̂ per criterion, and the inputs.  Hyper-parameters: the run's own if it trained cgpfl / cgpfl-heur, else
+  personalized models (``--criterion loss``, the default: on the benchmark's held-out half of
+  cases ≤ 1 point lost in 87 % against 78 % for the accuracy, mean loss 0.39 against 0.63
+  points) or maximises their held-out accuracy (``--criterion accuracy``, the default before
+  2026-11-24); ``--val-rule``: argmin/argmax or a one-SE rule.  ``--val-cv 4``: 4-fold
+  cross-validation, the loss summed over the folds (4× the cost; ≤ 1 point lost in 92 % of
+  the 120 benchmark records).  ``--json`` gives K̂, the whole curve of the chosen criterion
+  (``curve``, ``curve_se``), both curves, each rule's K̂ per criterion, and the inputs.  Hyper-parameters: the run's own if it trained cgpfl / cgpfl-heur, else
   CGPFL's defaults.  Cost: warm-up + k_max × val-rounds CGPFL rounds on 3/4 of the data.
 """
 
@@ -43,7 +46,7 @@ from pflt.cli import UserError
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
 CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.cgpfl_validation.CRITERIA)
-DEFAULT_CRITERION = "accuracy"
+DEFAULT_CRITERION = "loss"   # docs/selection.md: chosen on the dev half, confirmed on the held-out half
 
 
 def add_parser(subparsers) -> None:
@@ -90,6 +93,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--val-folds", type=int, default=4,
                    help="--validation: 1/val-folds of each client's training data is held out "
                    "(default 4)")
+    p.add_argument("--val-cv", type=int, default=1,
+                   help="--validation: how many of the val-folds serve in turn as the held-out "
+                   "part, the criterion summed over them (1: one hold-out, default; val-folds: "
+                   "full cross-validation, val-cv times the cost)")
     p.add_argument("--val-rule", default="max", choices=("max", "1se_small", "1se_large"),
                    help="--validation: 'max' = the best K of the criterion (argmax of the "
                    "accuracy, argmin of the loss; default) or the smallest / largest K within "
@@ -195,11 +202,14 @@ def _run_validation(args: argparse.Namespace) -> int:
                             f"{getattr(args, name)}")
     if not 2 <= args.val_folds <= 100:
         raise UserError(f"--val-folds must lie in [2, 100], got {args.val_folds}")
+    if not 1 <= args.val_cv <= args.val_folds:
+        raise UserError(f"--val-cv must lie in [1, --val-folds = {args.val_folds}], got {args.val_cv}")
     fed, model, hp, info = run_federation(args.from_run)
     k_max = args.k_max if args.k_max is not None else max(1, fed.num_clients // 2)
     try:
         res = validation_select_k(fed, model, hp, k_max=k_max, warmup_rounds=args.val_warmup,
-                                  rounds=args.val_rounds, folds=args.val_folds, seed=args.seed,
+                                  rounds=args.val_rounds, folds=args.val_folds,
+                                  cv=args.val_cv, seed=args.seed,
                                   kmeans_restarts=min(args.restarts, 10))
     except ValueError as exc:
         raise UserError(str(exc)) from None
@@ -218,11 +228,13 @@ def _run_validation(args: argparse.Namespace) -> int:
                           "inputs": {"k_max": k_max, "criterion": crit, "rule": args.val_rule,
                                      "warmup_rounds": args.val_warmup,
                                      "rounds": args.val_rounds, "folds": args.val_folds,
-                                     "seed": args.seed, **info}}, default=float))
+                                     "cv": args.val_cv, "seed": args.seed, **info}},
+                         default=float))
         return 0
     best = "argmin of the loss" if crit == "loss" else "argmax of the accuracy"
     print(f"held-out validation after short CGPFL runs: N={fed.num_clients} warm-up "
-          f"{args.val_warmup} + {args.val_rounds} rounds per K, 1/{args.val_folds} held out, "
+          f"{args.val_warmup} + {args.val_rounds} rounds per K, 1/{args.val_folds} held out"
+          f"{f' ({args.val_cv} folds in turn)' if args.val_cv > 1 else ''}, "
           f"criterion {crit}  [{info['source']}]")
     print(f"{'K':>4} {'val. accuracy':>14} {'SE of diff.':>12} {'val. loss':>10} {'SE of diff.':>12}")
     for k, a, e, lo, le in zip(res.ks, res.curve, res.se, res.loss_curve, res.loss_se):

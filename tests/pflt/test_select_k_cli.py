@@ -184,8 +184,16 @@ def test_validation_criterion(tmp_path, capsys):
     assert lo["criterion"] == lo["inputs"]["criterion"] == "loss" and ac["criterion"] == "accuracy"
     assert lo["k_hat_by_criterion"]["loss"] == lo["k_hat_by_rule"]
     assert all(v > 0 for v in lo["curve"])      # cross-entropy of 3 classes or more, finite
-    assert main([*argv, "--json"]) == 0          # the documented default
-    assert json.loads(capsys.readouterr().out)["criterion"] == DEFAULT_CRITERION
+    assert DEFAULT_CRITERION == "loss"           # the benchmark's winner (docs/selection.md)
+    assert main([*argv, "--json"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["criterion"] == "loss" and default["k_hat"] == lo["k_hat"]
+    assert default["inputs"]["cv"] == 1
+    # two folds in turn: the loss summed over both, a different curve
+    assert main([*argv, "--val-cv", "2", "--json"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert two["inputs"]["cv"] == 2 and two["curve"] != lo["curve"]
+    assert two["k_hat"] == int(np.argmin(two["curve"])) + 1
     assert main([*argv, "--criterion", "loss"]) == 0
     text = capsys.readouterr().out
     assert "criterion loss" in text and text.count("<- K_hat") == 1 and "val. loss" in text
@@ -199,3 +207,6 @@ def test_criterion_bad_value_and_misuse(tmp_path, capsys):
     assert "--criterion" in err and "invalid choice" in err and "'loss'" in err
     assert main(["select-k", "--planted", "10,3,4", "--criterion", "loss"]) == 2
     assert "needs --validation" in capsys.readouterr().err
+    argv = _validation_run(tmp_path, capsys)
+    assert main([*argv, "--val-cv", "5"]) == 2       # more than the 4 folds
+    assert "--val-cv must lie in [1, --val-folds = 4]" in capsys.readouterr().err

@@ -20,7 +20,7 @@ by side (as :mod:`verification.selection_k`):
   its clusters, its label permutation, a separate rng stream; the federation is unchanged),
   client i's accuracy weighted by its own test-split size (the weights of the small scoring,
   so both estimate the same sample-weighted accuracy; binomial SE of the pooled accuracy
-  ≲ 0.4 points against ≈ 2–3 on the few hundred own test samples);
+  ≲ 0.4 points against ≈ 2–5 on the 100–500 own test samples);
 * ``small`` (the previous measurement) — the clients' own test splits.
 
 The **best T** of a configuration maximises the seed-averaged accuracy under the scoring
@@ -39,7 +39,8 @@ The **best T** of a configuration maximises the seed-averaged accuracy under the
 * ``val_loss`` — the T of least validation cross-entropy −log H̄_T(x)_y of the T-stage
   ensemble, H̄ = eq. 8's α-mixture of the stages' softmax outputs normalised to a
   distribution (the ``loss`` of :func:`algorithms.ppfe_ensemble.ensemble_accuracy`): a
-  proper scoring rule, so less selection noise than the 0-1 loss on the same samples;
+  proper scoring rule, expected to give less selection noise than the 0-1 loss on the same
+  samples (measured: docs/selection.md);
 * ``val_loss_1se`` — the one-SE rule on the per-sample validation cross-entropies;
 * ``paper_T4`` — the paper's T = 4.
 
@@ -77,7 +78,7 @@ VAL_FRACTION = 0.2
 ROUNDS_PER_STAGE = 10
 T_MAX = 5           # 4-layer MLP: stages 0 … 4
 SEEDS = 3           # quick size
-FULL_SEEDS = 10     # full size: 6 configurations × 10 seeds = 60 records per selector
+FULL_SEEDS = 20     # full size: 9 configurations × 20 seeds = 180 records per selector
 GENERATOR = dict(num_clusters=10, classes_per_client=4, dim=20, separation=1.0, noise=2.0)
 
 
@@ -86,8 +87,9 @@ def quick_configs() -> list[dict]:
 
 
 def full_configs() -> list[dict]:
-    """permuted ∈ {0, 0.5, 1} × client sizes ∈ {20–60, 60–150}: 6 configurations."""
-    return [dict(permuted=p, size_range=r) for p in (0.0, 0.5, 1.0) for r in ((20, 60), (60, 150))]
+    """permuted ∈ {0, 0.5, 1} × client sizes ∈ {10–30, 20–60, 60–150}: 9 configurations."""
+    return [dict(permuted=p, size_range=r) for p in (0.0, 0.5, 1.0)
+            for r in ((10, 30), (20, 60), (60, 150))]
 
 
 def holdout(fed: Federation, fraction: float, seed: int) -> tuple[Federation, Split]:
@@ -264,7 +266,7 @@ def main(argv=None) -> int:
     from verification.selection_stages import print_table
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--full", action="store_true", help="the full grid (6 configurations)")
+    p.add_argument("--full", action="store_true", help="the full grid (9 configurations)")
     p.add_argument("--seeds", type=int, default=None,
                    help=f"seeds per configuration (default {SEEDS}, with --full {FULL_SEEDS})")
     p.add_argument("--large-test", type=int, default=LARGE_TEST,

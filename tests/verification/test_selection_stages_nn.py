@@ -143,7 +143,7 @@ def test_run_config_records():
 
 
 def test_full_grid_size():
-    assert len(nn.full_configs()) == 6
+    assert len(nn.full_configs()) == 9
     with pytest.raises(ValueError, match="2 training samples"):
         nn.holdout(permuted_label_federation(num_clients=2, size_range=(2, 2), seed=0,
                                              train_fraction=0.5, device="cpu"), 0.2, 0)

@@ -66,9 +66,7 @@ def test_large_test_draws_each_clients_own_distribution():
     assert big.x.shape == (3600, 4) and big.x.dtype == torch.float32
     assert big.y.dtype == torch.int64
     assert permuted_label_large_test(**gen, per_client=10, dtype=torch.float64).x.dtype == torch.float64
-    means, clusters, sigmas, _, _ = pl._draw(*[gen[k] for k in (
-        "num_clients", "num_clusters", "classes_per_client", "dim", "size_range", "separation",
-        "noise", "permuted", "seed")])
+    means, clusters, sigmas, _, _ = pl._draw(**gen)   # the generator's population
     gaps = np.sqrt(((means[:, None] - means[None]) ** 2).sum(-1))[np.triu_indices(5, 1)]
     assert gaps.min() > 2.0
     assert any(not np.array_equal(s, np.arange(5)) for s in sigmas)  # some clients permuted
@@ -85,12 +83,16 @@ def test_large_test_draws_each_clients_own_distribution():
     assert not _drawn_from_own_distribution(fed, rolled, means, clusters, sigmas)
 
 
-def test_large_test_is_not_the_training_stream():
-    # a separate stream: the first client's large sample is not its training data replayed
-    fed = permuted_label_federation(**GEN, device="cpu", dtype=torch.float64)
+def test_large_test_uses_its_own_stream():
+    # client 0's sample replayed from default_rng([seed, LARGE_TEST_STREAM]) by hand: the
+    # large test is a separate stream (not the federation's, which would reuse its draws)
     big = permuted_label_large_test(**GEN, per_client=30, device="cpu", dtype=torch.float64)
-    x = _client(fed.train, 0)[0]
-    assert not torch.isclose(big.x[:30, None], x[None]).all(-1).any()
+    means, clusters, sigmas, _, _ = pl._draw(separation=1.0, **GEN)
+    rng = np.random.default_rng([GEN["seed"], pl.LARGE_TEST_STREAM])
+    z = clusters[0][rng.integers(0, 3, size=30)]
+    x = means[z] + GEN["noise"] * rng.normal(size=(30, 4))
+    np.testing.assert_array_equal(big.x[:30].numpy(), x)
+    np.testing.assert_array_equal(big.y[:30].numpy(), sigmas[0][z])
 
 
 def test_bad_input():

@@ -25,6 +25,7 @@ import numpy as np
 
 from paper_figures._io import write_csv
 from verification import selection_k as sk
+from verification import selection_k_cases as skc
 from verification import selection_stages as ss
 
 
@@ -48,7 +49,7 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cases, cfg = (sk.quick_cases(), sk.QUICK) if quick else (sk.medium_cases(), sk.FULL)
+    cases, cfg = (skc.quick_cases(), skc.QUICK) if quick else (skc.medium_cases(), skc.FULL)
     cases = [dataclasses.replace(c, seed=c.seed + seed) for c in cases]
     k_res = sk.run_benchmark(cases, cfg)
     t_res = ss.run_stage_benchmark(ss.quick_configs() if quick else ss.full_configs())

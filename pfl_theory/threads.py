@@ -43,6 +43,7 @@ default stays one thread.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 
@@ -74,6 +75,22 @@ def set_torch_threads(n: int | None = None) -> int:
     n = default_threads() if n is None else n
     torch.set_num_threads(n)
     return n
+
+
+def single_threaded(fn):
+    """Run ``fn`` with one torch thread (restored afterwards): the engine's small batched
+    ops are several times slower with 2 threads on a shared 2-core machine."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+    return wrapper
 
 
 def single_blas_thread() -> contextlib.AbstractContextManager:

@@ -22,7 +22,7 @@ from algorithms.steps import prox_steps
 from pfl_theory import moreau
 from synthetic.contexts import classification_contexts
 from synthetic.federation import Federation
-from verification import experiments_pfedme as ex
+from verification import experiments_pfedme_quadratic as ex
 from verification.registry import Outcome, envelope_outcome
 
 F64 = torch.float64

@@ -16,54 +16,9 @@ every K in 1 … k_hi (k_hi = min(N/2, ``k_cap``)) with the hyper-parameters of
 
 Neither is seen by any selector: the training data and the selectors' inputs are the same for
 both.  The **best K** of a case is, per scoring, the argmax of the accuracy averaged over the
-seeds (smallest K on ties).  The selectors all see
-the personalized models θ̃_i of the K = 1 run (pFedMe) after ``select_round`` rounds — the
-Θ* of the cost in e(K) — and search the same range 1 … k_hi:
-
-* ``e_relative`` — e(K) with the default μ = 1/cost(1) (:func:`pfl_theory.cgpfl.select_k`);
-* ``e_lambda`` — e(K) with μ = λ (the paper's μ ≈ λ + L/2 with the unknown L/2 ≥ 0 dropped,
-  so a lower bound of the paper's weight);
-* ``bic`` — X-means BIC of the same clustering path (:func:`pfl_theory.cgpfl_selection.bic_curve`);
-* ``peer`` — leave-one-out validation of the contexts: for each K, client i's context model
-  is the sample-weighted mean of the *other* members' models θ̃_j of its cluster (the K = 1
-  leave-one-out mean if it is alone), scored on client i's own training data, which those
-  models were not fitted to; K̂ maximises the pooled accuracy (smallest K on ties).  It asks
-  what CGPFL's pooling does — do my context peers' models fit my data? — at the price of one
-  evaluation per K, no extra training and no held-out split.  Two leaks remain: the peers
-  share the global model trained on everyone, and client i's cluster was chosen with θ̃_i
-  itself, so the score favours peers that happen to resemble i and over-selects K (seen on
-  the benchmark); a split of each client's data would remove the second at the price of a
-  second warm-up run.
-* ``peer_1se`` — the same curve with the one-standard-error rule: the smallest K within one
-  binomial standard error √(p(1−p)/n) of the maximum.
-* ``peer_val`` — ``peer`` without the data leak: the θ̃_i come from the validation
-  selectors' warm-up on the fit part of each client's training data, the score is on the
-  held-out part.
-* ``val``, ``val_1se_small``, ``val_1se_large`` — held-out validation after short CGPFL runs
-  per K (:mod:`algorithms.cgpfl_validation`): 1/``val_folds`` of each client's training
-  data held out, a K = 1 warm-up of ``val_warmup`` rounds shared by every K, ``val_rounds``
-  rounds per K, personalized accuracy on the held-out part; K̂ = the argmax (``val``), the
-  smallest / largest K within one paired standard error of the maximum.
-* ``val_smooth`` — ``val``'s curve averaged over 3 neighbouring K before the argmax
-  (:func:`algorithms.cgpfl_validation.smooth`: less selection noise, a slight bias to larger K).
-* ``val_cv``, ``val_cv_smooth`` — the same with ``val_folds``-fold cross-validation: every
-  fold of each client's training data serves once as the held-out part (own warm-up per fold),
-  the correct predictions summed over the folds (4× the held-out samples, 4× the cost);
-  argmax / 3-point smoothed argmax.  Only when ``BenchConfig.val_variants`` (``QUICK``,
-  ``FULL``); ``val*`` are then read off the first fold(s) of the same run and timed on them.
-* ``val_loss``, ``val_loss_1se`` — ``val``'s runs (same split, warm-up, short runs) with
-  the held-out **cross-entropy** as the criterion: K̂ = the argmin of the pooled held-out
-  loss, or the smallest K within one paired client-level SE of the minimum (the one-SE rule);
-  ``val_cv_loss``, ``val_cv_loss_1se`` — the same on the ``val_cv`` runs (loss summed over
-  the folds; only with ``val_variants``).  Why the loss: a proper scoring rule that is
-  continuous in the predicted probabilities, so less selection noise on small held-out parts
-  (:mod:`algorithms.cgpfl_validation`, "Criterion").
-* ``grid_other_seed`` (reference, not a cheap selector) — the best K of the full K grid
-  trained with *another* training seed: how well-defined the best K is at all (the seed-
-  averaged curve is often flat within noise beyond K₀).  It is scored on the same test
-  samples as the target (under each scoring), so it shares their sampling noise (an
-  optimistic reference).
-* ``planted_k0`` (reference) — the planted K₀ itself: what knowing the truth achieves.
+seeds (smallest K on ties).  The selectors and what each of them sees are described in
+:mod:`verification.selection_k_selectors`; the cases and the training budgets
+(:class:`BenchConfig`, ``QUICK``, ``FULL``) are in :mod:`verification.selection_k_cases`.
 
 Per (case, seed) the record holds each selector's K̂, whether it equals the best K (exact),
 is within ±1, the same against the noise-aware *set* of best K (every K within the measured
@@ -80,94 +35,27 @@ import dataclasses
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
 
 from algorithms.base import flatten, get_algorithm
-from algorithms.cgpfl_validation import first_folds, validation_select_k
 from algorithms.evaluation import evaluate
 from algorithms.models import build_model
-from pfl_theory.cgpfl import select_k
-from pfl_theory.cgpfl_selection import bic_curve, cluster_path
 from pfl_theory.threads import set_torch_threads, single_blas_thread
 from pfl_theory.validation import positive_int
 from verification.experiments_cgpfl import CGPFL_HP
 from verification.selection_data import SelectionCase, large_test_split, make_case_federation
-from verification.selection_k_scores import HALVES, argmax_first, peer_curve, records, split_halves
+from verification.selection_k_cases import (FULL, QUICK, TRAIN_RESTARTS, BenchConfig, full_cases,
+                                           quick_cases)
+from verification.selection_k_scores import HALVES, argmax_first, records, split_halves
 from verification.selection_k_scores import summarise as _summarise
+from verification.selection_k_selectors import SELECTORS, model_selections, validation_selections
 
-__all__ = ["SELECTORS", "SCORINGS", "BenchConfig", "QUICK", "FULL", "quick_cases", "medium_cases", "full_cases",
-           "run_case", "run_benchmark", "summarise"]
+__all__ = ["SCORINGS", "run_case", "run_benchmark", "summarise"]
 
-TRAIN_RESTARTS = 3  # server k-means restarts inside CGPFL training (budget; the clusters are stable)
-SELECTORS = ("e_relative", "e_lambda", "bic", "peer", "peer_1se", "peer_val", "val",
-             "val_1se_small", "val_1se_large", "val_smooth", "val_cv", "val_cv_smooth",
-             "val_loss", "val_loss_1se", "val_cv_loss", "val_cv_loss_1se",
-             "grid_other_seed", "planted_k0")
-# only with BenchConfig.val_variants
-VARIANTS = ("val_cv", "val_cv_smooth", "val_cv_loss", "val_cv_loss_1se")
 SCORINGS = ("large", "small")  # best K on the large per-client test sample / own test data
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """Training budget of the benchmark (``rounds`` CGPFL rounds per K, ``seeds`` training
-    seeds, K ≤ ``k_cap``, selection on the round-``select_round`` models, k-means
-    ``restarts`` of the selectors; the validation selectors hold out 1/``val_folds`` of each
-    client's training data, warm up ``val_warmup`` rounds and train ``val_rounds`` rounds per
-    K — ``val_rounds = 0`` leaves them out; ``val_variants`` adds the cross-validated
-    ``val_cv*`` (4× the validation cost); ``large_test`` samples per client score the
-    ``large`` scoring)."""
-
-    rounds: int = 10
-    seeds: int = 2
-    k_cap: int = 10
-    select_round: int = 3
-    restarts: int = 30
-    val_warmup: int = 3
-    val_rounds: int = 7
-    val_folds: int = 4
-    val_cv: int = 1
-    val_variants: bool = False
-    large_test: int = 1000
-
-
-QUICK = BenchConfig(rounds=8, seeds=2, k_cap=6, select_round=3, restarts=10, val_rounds=5,
-                    val_variants=True)
-FULL = BenchConfig(val_variants=True)
-
-
-def quick_cases() -> list[SelectionCase]:
-    """Four N = 20 cases (one per kind × size law; the hard ones included): < 30 s."""
-    return [SelectionCase("label", 20, 4, "equal", "easy"),
-            SelectionCase("label", 20, 3, "unequal", "hard"),
-            SelectionCase("feature", 20, 2, "equal", "easy"),
-            SelectionCase("feature", 20, 4, "unequal", "hard")]
-
-
-def medium_cases() -> list[SelectionCase]:
-    """Eight cases, both kinds, N ∈ {20, 50}, K₀ ∈ {2, 4, 6, 8}, hard and unequal included
-    (the ``--full`` size of the verification check ``cgpfl.heur_khat_planted``)."""
-    spec = [("label", 20, 4, "equal", "easy"), ("label", 20, 6, "unequal", "hard"),
-            ("label", 50, 8, "equal", "hard"), ("label", 50, 2, "unequal", "easy"),
-            ("feature", 20, 4, "equal", "easy"), ("feature", 20, 6, "unequal", "hard"),
-            ("feature", 50, 8, "equal", "hard"), ("feature", 50, 2, "unequal", "easy")]
-    return [SelectionCase(k, n, k0, sz, d, seed=100 * k0 + n) for k, n, k0, sz, d in spec]
-
-
-def full_cases() -> list[SelectionCase]:
-    """60 cases: N = 20 with K₀ ∈ {2, 4, 6, 8}, N = 50 with K₀ ∈ {3, 5, 7}, each × sizes
-    (equal, unequal) × difficulty (easy, hard) × kind (label, feature); N = 200 with K₀ ∈
-    {2, 8}, hard, K₀ = 2 equal and K₀ = 8 unequal sizes, both kinds."""
-    grid = [(20, k0) for k0 in (2, 4, 6, 8)] + [(50, k0) for k0 in (3, 5, 7)]
-    cases = [SelectionCase(kind, n, k0, sizes, diff, seed=100 * k0 + n)
-             for kind in ("label", "feature") for n, k0 in grid
-             for sizes in ("equal", "unequal") for diff in ("easy", "hard")]
-    cases += [SelectionCase(kind, 200, k0, sizes, "hard", seed=100 * k0 + 200)
-              for kind in ("label", "feature") for k0, sizes in ((2, "equal"), (8, "unequal"))]
-    return cases
 
 
 def _accuracy(model, params, split) -> float:
@@ -188,61 +76,6 @@ def _train(fed, model, k: int, rounds: int, seed: int, capture: int = 0, large=N
     params = alg.evaluated(state)["personalized"]
     return (_accuracy(model, params, fed.test), _accuracy(model, params, large), captured, state)
 
-
-def _selections(theta: np.ndarray, like, fed, model, cfg: BenchConfig, seed: int, k_hi: int,
-                seconds: dict) -> dict:
-    """The model-only selectors and ``peer`` on the K = 1 run's θ̃ (full training data)."""
-    t0 = time.perf_counter()
-    m = fed.train.counts.cpu().double().numpy()
-    sel = select_k(theta, m=m, k_max=k_hi, restarts=cfg.restarts, seed=seed)
-    lam = CGPFL_HP["lam"]
-    with np.errstate(over="ignore", invalid="ignore"):
-        e_lam = sel.complexity_terms + lam * sel.costs
-    bic = bic_curve(sel.path, dim=theta.shape[1])
-    t1 = time.perf_counter()
-    curve, se = peer_curve(theta, sel.path, fed.train, m, model, like, dtype=fed.dtype,
-                           device=fed.device)
-    t2 = time.perf_counter()
-    for name in ("e_relative", "e_lambda", "bic"):
-        seconds[name] = seconds.get(name, 0.0) + (t1 - t0)
-    for name in ("peer", "peer_1se"):
-        seconds[name] = seconds.get(name, 0.0) + (t1 - t0) + (t2 - t1)
-    return {"e_relative": sel.k_hat, "e_lambda": int(sel.ks[np.argmin(e_lam)]),
-            "bic": int(sel.ks[np.argmin(bic)]), "peer": argmax_first(curve),
-            "peer_1se": int(np.flatnonzero(curve >= curve.max() - se)[0]) + 1}
-
-
-def _validation(fed, model, cfg: BenchConfig, seed: int, k_hi: int, seconds: dict) -> dict:
-    """``val_*`` (short CGPFL runs per K scored on a held-out part of each client's training
-    data, :func:`algorithms.cgpfl_validation.validation_select_k`) and ``peer_val`` (the
-    ``peer`` curve of the first fold's warm-up θ̃, fitted on the fit part, scored on the
-    held-out part: no client's own training data in its score)."""
-    cv_all = cfg.val_folds if cfg.val_variants else cfg.val_cv
-    every = validation_select_k(fed, model, CGPFL_HP, k_max=k_hi, warmup_rounds=cfg.val_warmup,
-                                rounds=cfg.val_rounds, folds=cfg.val_folds, cv=max(cv_all, cfg.val_cv),
-                                seed=seed, kmeans_restarts=TRAIN_RESTARTS)
-    res = first_folds(every, cfg.val_cv)
-    t0, t1 = 0.0, sum(res.seconds)  # val*: the time of their own folds
-    t_peer = time.perf_counter()
-    split, state = res.warmups[0]
-    theta = flatten(state.models["personalized"]).detach().cpu().double().numpy()
-    m = split.train.counts.cpu().double().numpy()
-    path = cluster_path(theta, weights=m, k_max=k_hi, restarts=cfg.restarts, seed=seed)
-    like = {n: v[:1] for n, v in state.models["personalized"].items()}
-    curve, _ = peer_curve(theta, path, split.test, m, model, like, dtype=fed.dtype, device=fed.device)
-    t2 = t1 + time.perf_counter() - t_peer
-    out = {f"val_{r}" if r != "max" else "val": k for r, k in res.k_hat.items()}
-    out.update({"val_loss": res.pick("loss", "max"), "val_loss_1se": res.pick("loss", "1se_small")})
-    if cfg.val_variants:
-        out.update({"val_cv": every.k_hat["max"], "val_cv_smooth": every.k_hat["smooth"],
-                    "val_cv_loss": every.pick("loss", "max"),
-                    "val_cv_loss_1se": every.pick("loss", "1se_small")})
-    for name in out:
-        seconds[name] = seconds.get(name, 0.0) + (sum(every.seconds) if name in VARIANTS else t1 - t0)
-    # the warm-up is a 1/(1 + k_hi·rounds/warmup) share of the validation run
-    share = cfg.val_warmup / (cfg.val_warmup + k_hi * cfg.val_rounds) / cfg.val_cv
-    seconds["peer_val"] = seconds.get("peer_val", 0.0) + share * (t1 - t0) + (t2 - t1)
-    return {**out, "peer_val": argmax_first(curve)}
 
 
 def run_case(case: SelectionCase, cfg: BenchConfig = FULL) -> dict:
@@ -267,9 +100,9 @@ def run_case(case: SelectionCase, cfg: BenchConfig = FULL) -> dict:
             if k == 1:
                 theta, like = cap, {n: v[:1] for n, v in st.models["personalized"].items()}
         seconds["grid_other_seed"] = seconds.get("grid_other_seed", 0.0) + time.perf_counter() - t0
-        pick = _selections(theta, like, fed, model, cfg, s, k_hi, seconds)
+        pick = model_selections(theta, like, fed, model, cfg, s, k_hi, seconds)
         if cfg.val_rounds > 0:
-            pick.update(_validation(fed, model, cfg, s, k_hi, seconds))
+            pick.update(validation_selections(fed, model, cfg, s, k_hi, seconds))
         picks.append(pick)
     scored = {}
     for scoring, table in (("small", acc), ("large", acc_large)):

@@ -18,9 +18,10 @@ The accuracy lost ``mean[best K] − mean[K̂]`` is the same for both.
 
 **Halves of the grid** (:func:`half`, :func:`split_halves`), to choose a selector on one half
 of the cases and judge it on the other: *dev* = case index mod 4 ∈ {0, 3}, *held-out* = mod 4
-∈ {1, 2}, the index being the case's position in :func:`verification.selection_k.full_cases`
-(difficulty is the innermost loop of that grid, sizes the next: each (kind, N, K₀) block gives
-one equal/easy and one unequal/hard case to dev, the other two to held-out; docs/selection.md).
+∈ {1, 2}, the index being the case's position in
+:func:`verification.selection_k_cases.full_cases` (difficulty is the innermost loop of that
+grid, sizes the next: each (kind, N, K₀) block gives one equal/easy and one unequal/hard case
+to dev, the other two to held-out; docs/selection.md).
 """
 
 from __future__ import annotations

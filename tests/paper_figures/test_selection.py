@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from paper_figures.selection import bar_rates, make
-from verification.selection_k import SELECTORS
+from verification.selection_k_selectors import SELECTORS
 from verification.selection_stages import STAGE_SELECTORS
 from verification.stage_selectors import REFERENCES
 

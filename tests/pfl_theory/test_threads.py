@@ -38,3 +38,15 @@ def test_run_threads_default_is_one_thread(monkeypatch):
     assert threads.run_threads(100) == 2
     with pytest.raises(ValueError, match="num_clients"):
         threads.run_threads(0)
+
+
+def test_single_threaded_restores_thread_count():
+    seen = []
+    fn = threads.single_threaded(lambda: seen.append(torch.get_num_threads()) or 7)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert fn() == 7 and seen == [1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -11,7 +11,7 @@ import torch
 
 from verification import bound_runs as br
 from verification import estimators as est
-from verification import experiments_pfedme as ex
+from verification import experiments_pfedme_quadratic as ex
 
 F64 = torch.float64
 

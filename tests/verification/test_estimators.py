@@ -12,7 +12,7 @@ from algorithms.models import MLR, QuadraticMean
 from pfl_theory import moreau
 from pfl_theory.constants import mlr_constants
 from verification import estimators as est
-from verification import experiments_pfedme as ex
+from verification import experiments_pfedme_quadratic as ex
 
 F64 = torch.float64
 

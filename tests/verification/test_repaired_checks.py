@@ -5,7 +5,7 @@ move to FAILS / INCONCLUSIVE — and the unmutated check gives its reported verd
 import numpy as np
 import pytest
 
-from verification import experiments_cgpfl, experiments_pfedme
+from verification import experiments_cgpfl, experiments_pfedme_quadratic, experiments_pfedme_table1
 from verification.checks import (cgpfl_algorithm, pfedme_theory, plgu, plgu_algorithms, ppfe,
                                  ppfe_nn)
 from verification.registry import Verdict, load_all, run_check
@@ -39,13 +39,13 @@ def test_personal_gap_envelope_fails_for_a_1_over_lambda_law(monkeypatch):
 
 def test_nonconvex_rate_fails_for_a_t_to_the_minus_third_decay(monkeypatch):
     assert verdict("pfedme.nonconvex_rate_T") is Verdict.HOLDS
-    orig = experiments_pfedme.nonconvex_run
+    orig = experiments_pfedme_quadratic.nonconvex_run
 
     def inflated(*, rounds, **k):
         r = orig(rounds=rounds, **k)
         return {**r, "grad_sq": r["grad_sq"] * rounds ** 0.45}
 
-    monkeypatch.setattr(experiments_pfedme, "nonconvex_run", inflated)
+    monkeypatch.setattr(experiments_pfedme_quadratic, "nonconvex_run", inflated)
     assert verdict("pfedme.nonconvex_rate_T") is Verdict.FAILS
 
 
@@ -55,7 +55,7 @@ def test_table1_ordering_fails_or_cannot_decide(monkeypatch, gap, want):
         acc = {"FedAvg": 0.80, "Per-FedAvg": 0.80 - gap, "pFedMe-GM": 0.70, "pFedMe-PM": 0.90}
         return {"rows": {lab: {"weighted_best": [a] * len(seeds)} for lab, a in acc.items()}}
 
-    monkeypatch.setattr(experiments_pfedme, "table1", fake)
+    monkeypatch.setattr(experiments_pfedme_table1, "table1", fake)
     assert verdict("pfedme.table1_ordering") is want
 
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from verification.selection_data import SelectionCase
-from verification.selection_k import (FULL, QUICK, SELECTORS, VARIANTS, BenchConfig, full_cases,
-                                      quick_cases, run_case, summarise)
+from verification.selection_k import run_case, summarise
+from verification.selection_k_cases import BenchConfig
+from verification.selection_k_selectors import SELECTORS, VARIANTS
 
 
 def test_run_case_records():
@@ -36,7 +37,6 @@ def test_run_case_records():
     assert sec["val_cv"] == sec["val_cv_smooth"] > sec["val"] == sec["val_smooth"] > 0
     assert sec["val_cv_loss"] == sec["val_cv_loss_1se"] == sec["val_cv"]
     assert sec["val_loss"] == sec["val_loss_1se"] == sec["val"]
-    assert QUICK.val_variants and FULL.val_variants and not BenchConfig().val_variants
 
 
 def test_parallel_jobs_give_the_serial_results():
@@ -65,9 +65,3 @@ def test_summarise_counts():
     assert s["exact"] == 0.25 and s["within1"] == 0.5 and s["lost_le_1pt"] == 0.5
     assert s["mean_lost"] == pytest.approx(0.325 / 4) and s["max_lost"] == 0.3 and s["records"] == 4
 
-
-def test_grids():
-    full = full_cases()
-    assert len(full) == 60 and len(set(c.name for c in full)) == 60
-    assert {c.k0 for c in full} == {2, 3, 4, 5, 6, 7, 8} and {c.n for c in full} == {20, 50, 200}
-    assert {(c.kind, c.sizes, c.difficulty) for c in quick_cases()} >= {("label", "unequal", "hard")}

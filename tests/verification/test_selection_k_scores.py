@@ -38,7 +38,7 @@ def test_records_score_strict_and_noise_aware():
 
 
 def test_halves_are_the_balanced_mod4_split_of_the_grid():
-    from verification.selection_k import full_cases
+    from verification.selection_k_cases import full_cases
     from verification.selection_k_scores import HALVES, half, split_halves
 
     assert [half(i) for i in range(8)] == ["dev", "held_out", "held_out", "dev"] * 2

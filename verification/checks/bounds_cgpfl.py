@@ -32,11 +32,11 @@ from algorithms.models import QuadraticMean
 from pfl_theory import cgpfl as th
 from pfl_theory import pfedme
 from pfl_theory.constants import quadratic_constants
+from pfl_theory.threads import single_threaded
 from synthetic.contexts import planted_model_vectors
 from synthetic.federation import Federation
 from verification import estimators as est
 from verification.bound_runs import ENVELOPE_FACTOR, FACTOR_REASON, envelope_with_mutation
-from verification.experiments_pfedme import single_threaded
 from verification.registry import Context, Outcome, bound_outcome, check
 
 PAPER = "CGPFL (IJCAI 2022)"

@@ -19,8 +19,8 @@ from pfl_theory.constants import (disagreement_gaussian, disagreement_linear,
                                   discrepancy_linear_squared, loss_range_linear_squared,
                                   quadratic_constants, smallest_b)
 from pfl_theory.kmeans import kmeans
+from pfl_theory.threads import single_threaded
 from synthetic.contexts import regression_contexts
-from verification.experiments_pfedme import single_threaded
 from verification.registry import Context, Outcome, bound_outcome, check
 
 PAPER = "CGPFL (IJCAI 2022)"

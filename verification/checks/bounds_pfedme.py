@@ -27,8 +27,9 @@ from algorithms.models import QuadraticMean
 from algorithms.pfedme import PFedMe
 from pfl_theory import moreau, pfedme
 from pfl_theory.constants import mlr_constants, quadratic_constants
+from pfl_theory.threads import single_threaded
 from verification import estimators as est
-from verification import experiments_pfedme as ex
+from verification import experiments_pfedme_quadratic as ex
 from verification.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, MLRAllL2, averaged,
                                      beta_for, doubling_grid, envelope_with_mutation,
                                      inner_residual, mlr_federation, quadratic_gap, ratio_ends,
@@ -47,7 +48,7 @@ F64 = torch.float64
               "start": 3.0, "reps": 1, "points": 6},
        full={"clients": 20, "dim": 10, "lam": 0.25, "local_rounds": 2, "batch": 5,
              "start": 3.0, "reps": 8, "points": 6})
-@ex.single_threaded
+@single_threaded
 def thm1_quadratic(ctx: Context) -> Outcome:
     """E[F(w̄_T) − F*] of the engine's pFedMe on quadratic clients (μ = L from the exact
     Hessians, exact mini-batch prox: ν = 0, δ² from Lemma 1 with the measured γ_f²) against
@@ -164,7 +165,7 @@ def _stationary_gap(alg, fed, model, st: SimpleNamespace, *, reps: int, seed: in
               "reps": 1, "horizon": 4},
        full={"clients": 20, "dim": 50, "lam": 0.25, "batches": [1, 2, 4, 8, 16, 32],
              "reps": 8, "horizon": 4})
-@ex.single_threaded
+@single_threaded
 def thm1_floor(ctx: Context) -> Outcome:
     """Quadratic clients started at w* (Δ₀ = 0), S = N, exact mini-batch prox (ν = 0): only
     the mini-batch noise moves w.  E[F(w̄_T) − F*] at T = ``horizon``·T_min (estimated as the
@@ -212,7 +213,7 @@ def thm1_floor(ctx: Context) -> Outcome:
               "local_rounds": 1, "inner_steps": 3, "batch": 5, "points": 6},
        full={"clients": 10, "dim": 5, "classes": 3, "samples": 40, "l2": 1.0, "lam": 0.25,
              "local_rounds": 2, "inner_steps": 5, "batch": 5, "points": 6})
-@ex.single_threaded
+@single_threaded
 def thm1_mlr(ctx: Context) -> Outcome:
     """E[F(w̄_T) − F*] of the engine's pFedMe on MLR with ℓ2 on all parameters (μ = ℓ2 exact,
     L the bound ℓ2 + ½λ_max(X̃ᵀX̃/n)) against Theorem 1(a) over T = T_min·2^j; F and F* by
@@ -279,7 +280,7 @@ def thm1_mlr(ctx: Context) -> Outcome:
               "reps": 1, "horizon": 4},
        full={"clients": 66, "sampled": [2, 3, 6, 11, 22, 33], "dim": 50, "lam": 0.25,
              "reps": 8, "horizon": 4})
-@ex.single_threaded
+@single_threaded
 def thm1_sampling(ctx: Context) -> Outcome:
     """Noise-free quadratic clients (γ_f = 0, exact prox: δ = 0) started at w* (Δ₀ = 0), so
     only client sampling moves w: E[F(w̄_T) − F*] at T = ``horizon``·T_min (the mean over

@@ -16,8 +16,9 @@ import torch
 from algorithms.pfedme import PFedMe
 from pfl_theory import pfedme
 from pfl_theory.constants import diversity_sup
+from pfl_theory.threads import single_threaded
 from verification import estimators as est
-from verification import experiments_pfedme as ex
+from verification import experiments_pfedme_quadratic as ex
 from verification.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, CosineClients,
                                      doubling_grid, envelope_grads, envelope_with_mutation,
                                      inner_residual, trajectory)
@@ -34,7 +35,7 @@ F64 = torch.float64
               "batch": 5, "reps": 1, "points": 6},
        full={"clients": 10, "dim": 2, "a": 1 / 16, "omega": 2.0, "inner_steps": 2,
              "batch": 5, "reps": 8, "points": 6})
-@ex.single_threaded
+@single_threaded
 def thm2_nonconvex(ctx: Context) -> Outcome:
     """E‖∇F(w_{t*})‖² (t* uniform on 0..T−1, ∇F exact by prox) of the engine's pFedMe on
     non-convex cosine clients, λ = √(8L²+1) (the theorem's smallest λ, L exact), R = 1,

@@ -105,10 +105,11 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     grid trained with another seed, which says how well-defined the best K is) and than the
     tolerance allows; INCONCLUSIVE otherwise (the best K is not resolved at this size)."""
     from verification import selection_k as sk
+    from verification import selection_k_cases as skc
     from verification.registry import Verdict
 
-    cases, cfg = ((sk.quick_cases(), sk.QUICK) if ctx.params["cases"] == "quick"
-                  else (sk.medium_cases(), sk.BenchConfig(rounds=12)))
+    cases, cfg = ((skc.quick_cases(), skc.QUICK) if ctx.params["cases"] == "quick"
+                  else (skc.medium_cases(), skc.BenchConfig(rounds=12)))
     cases = [dataclasses.replace(c, seed=c.seed + ctx.seed) for c in cases]
     results = sk.run_benchmark(cases, cfg)
     summary, small = sk.summarise(results), sk.summarise(results, scoring="small")

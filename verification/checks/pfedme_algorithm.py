@@ -1,6 +1,7 @@
 """pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) checks run on the batched engine
 (:class:`algorithms.pfedme.PFedMe`): docs/formulas.md §E.B items 6–9 and the Table 1 ordering.
-Experiments live in :mod:`verification.experiments_pfedme`; all theory comparisons are in
+Experiments live in :mod:`verification.experiments_pfedme_quadratic` (§E.B6–9) and
+:mod:`verification.experiments_pfedme_table1` (Table 1); all theory comparisons are in
 float64 on QuadraticMean-type clients where exactness is needed."""
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ import numpy as np
 import torch
 
 from pfl_theory import moreau
-from verification import experiments_pfedme as ex
+from verification import experiments_pfedme_quadratic as ex
+from verification import experiments_pfedme_table1 as table1_ex
 from verification.fitting import fit_loglog, rate_verdict
 from verification.registry import Context, Outcome, check
 from verification.verdicts import difference_three_way, outcome, rate_three_way, worst
@@ -234,9 +236,9 @@ def table1_ordering(ctx: Context) -> Outcome:
     verdicts`).  Quick size: 5 rounds on a small 20-client Synthetic(0.5,0.5) draw (NOT the
     paper's data or length); full size: the paper's N = 100 data, T = 600, 3 seeds, MLR."""
     p = ctx.params
-    res = ex.table1(seeds=list(range(ctx.seed, ctx.seed + p["seeds"])), rounds=p["rounds"],
+    res = table1_ex.table1(seeds=list(range(ctx.seed, ctx.seed + p["seeds"])), rounds=p["rounds"],
                     model=p["model"], quick=p["quick"], eval_every=5)
-    n_test = int(ex.synthetic_federation(p["quick"]).test.counts.sum())
+    n_test = int(table1_ex.synthetic_federation(p["quick"]).test.counts.sum())
     acc = {k: np.asarray(v["weighted_best"]) for k, v in res["rows"].items()}
     pairs = {"PM > GM": ("pFedMe-PM", "pFedMe-GM"), "PM > Per-FedAvg": ("pFedMe-PM", "Per-FedAvg"),
              "Per-FedAvg > FedAvg": ("Per-FedAvg", "FedAvg")}

@@ -45,6 +45,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def default_threads() -> int:
@@ -77,11 +80,11 @@ def set_torch_threads(n: int | None = None) -> int:
     return n
 
 
-def single_threaded(fn):
+def single_threaded(fn: F) -> F:
     """Run ``fn`` with one torch thread (restored afterwards): the engine's small batched
     ops are several times slower with 2 threads on a shared 2-core machine."""
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         import torch
 
         before = torch.get_num_threads()
@@ -90,7 +93,7 @@ def single_threaded(fn):
             return fn(*args, **kwargs)
         finally:
             torch.set_num_threads(before)
-    return wrapper
+    return wrapper  # type: ignore[return-value]
 
 
 def single_blas_thread() -> contextlib.AbstractContextManager:

@@ -48,8 +48,11 @@ class Phase:
     """One client/server exchange of a round.
 
     ``clients``: participants (sorted, CPU long); ``uploaders``: those whose upload is
-    aggregated (None: all participants); ``batches``: named mini-batch indices
-    ``[R, N, B]`` into ``fed.train`` for ALL clients (a participant uses its column);
+    aggregated (None: all participants); ``batches``: named mini-batch indices into
+    ``fed.train``, either ``[R, N, B]`` for ALL clients (a participant uses the column of
+    its id) or ``[R, P, B]`` for exactly the ``P`` participants (column ``j`` is
+    ``clients[j]``; :func:`train_phase` draws these) — unambiguous, as ``P = N`` sorted
+    participants are ``0 … N−1`` (see :func:`participant_batches`);
     ``payload``: per-participant inputs the server computed (leading dim = ``len(clients)``);
     ``info``: plain JSON values sent to the clients; ``send``: the server models the
     participants receive (None: all but ``server_rows``; e.g. pFedHN's clients get only
@@ -74,8 +77,12 @@ class Phase:
         mask = torch.isin(self.clients, keep)
         rows = mask.nonzero().flatten()
         payload = {k: _rows(v, rows) for k, v in self.payload.items()}
+        # the participants' own columns are restricted with them; everyone's stay whole
+        batches = {k: b[:, rows.to(b.device)] if b.shape[1] == self.clients.numel() else b
+                   for k, b in self.batches.items()}
         up = None if self.uploaders is None else self.uploaders[torch.isin(self.uploaders, keep)]
-        return dataclasses.replace(self, clients=self.clients[mask], payload=payload, uploaders=up)
+        return dataclasses.replace(self, clients=self.clients[mask], payload=payload,
+                                   uploaders=up, batches=batches)
 
 
 @dataclass(frozen=True)
@@ -160,10 +167,25 @@ def engine_view(alg, state: State, fed, phase: Phase) -> ClientView:
     tensors = {k: rows(state.tensors[k]) for k in alg.client_tensors}
     lazy = getattr(alg, "lazy_batches", False)
     batches = {k: lazy_gather(fed.train, b) if lazy else fed.train.gather(b)
-               for k, b in ((k, b if whole else b[:, idx]) for k, b in phase.batches.items())}
+               for k, b in ((k, participant_batches(b, phase.clients, fed.num_clients))
+                            for k, b in phase.batches.items())}
     return ClientView(state.round, state.seed, fed.num_clients, fed.num_classes, phase.clients,
                       server, phase.payload, models, tensors, batches,
                       fed.train if whole else None, fed.test if whole else None)
+
+
+def participant_batches(batches: torch.Tensor, clients: torch.Tensor, num_clients: int
+                        ) -> torch.Tensor:
+    """The participants' columns ``[R, P, B]`` of a phase's mini-batch indices ``batches``:
+    every client's ``[R, N, B]`` sliced at ``clients``, or ``batches`` itself when it holds
+    exactly the participants' columns (see :class:`Phase`); anything else is a
+    ``ValueError``."""
+    if batches.shape[1] == clients.numel():
+        return batches                       # the participants' own (or everyone's) columns
+    if batches.shape[1] == num_clients:
+        return batches[:, clients.to(batches.device)]
+    raise ValueError(f"mini-batch indices with {batches.shape[1]} columns for {clients.numel()} "
+                     f"participants of {num_clients} clients")
 
 
 class LazyRows:
@@ -255,12 +277,27 @@ def with_server(state: State, models: dict[str, Params] | None = None,
 def train_phase(state: State, fed, steps: int, batch_size: int, clients_per_round: int, *,
                 name: str = "train", payload=None) -> Phase:
     """The common draw: ``steps`` mini-batches for every client, then ``S`` clients
-    (FedAvg's order on stream 0 of the round generator)."""
+    (FedAvg's order on stream 0 of the round generator).
+
+    The phase keeps only the sampled clients' columns (``[steps, S, B]``): with ``S < N``
+    the generator is first advanced past the mini-batches without keeping them
+    (:meth:`~synthetic.federation.Federation.skip_batches`), the clients are drawn, then
+    the mini-batches are drawn again from the saved generator state for those clients
+    only — the same numbers as drawing everyone's and slicing (tested), so results are
+    unchanged; only the uniform draw itself (twice) stays proportional to N.  With
+    ``S = N`` everything is drawn once, as before."""
     from algorithms.base import sample_clients
 
     gen = state.generator()
-    batches = fed.sample_batches(steps, batch_size, gen)
+    if clients_per_round >= fed.num_clients:
+        batches = fed.sample_batches(steps, batch_size, gen)
+        chosen = sample_clients(fed.num_clients, clients_per_round, gen)
+        return Phase(name, chosen, {"sgd": batches}, payload or {})
+    start = gen.get_state()
+    fed.skip_batches(steps, batch_size, gen)
     chosen = sample_clients(fed.num_clients, clients_per_round, gen)
+    batches = fed.sample_batches(steps, batch_size, torch.Generator().set_state(start),
+                                 clients=chosen)
     return Phase(name, chosen, {"sgd": batches}, payload or {})
 
 

@@ -129,27 +129,63 @@ class Federation:
     def feature_shape(self) -> tuple[int, ...]:
         return tuple(self.train.x.shape[1:])
 
-    def sample_batches(self, steps: int, batch_size: int,
-                       generator: torch.Generator) -> torch.Tensor:
+    def sample_batches(self, steps: int, batch_size: int, generator: torch.Generator,
+                       clients: torch.Tensor | None = None) -> torch.Tensor:
         """Train indices ``[steps, N, batch_size]`` (uniform with replacement per client),
         drawn on the CPU from ``generator`` then moved to the federation's device.
 
         Drawn one step at a time into the result: the same numbers as one
         ``rand((steps, N, batch_size))`` (the generator fills in order; tested), without the
         float64 draw and its temporaries for all steps at once (at N = 100,000, R = 20,
-        |D| = 20 those were ~1 GB on top of the 320 MB result)."""
+        |D| = 20 those were ~1 GB on top of the 320 MB result).
+
+        ``clients`` (client ids, CPU): only their columns, ``[steps, len(clients),
+        batch_size]`` — the same numbers as ``sample_batches(...)[:, clients]``, with the
+        generator left in the same state.  Every client's uniforms are still drawn (the
+        generator fills in order), into one reused ``[N, batch_size]`` buffer; everything
+        else (the indices, the result) is proportional to ``len(clients)``: at N = 100,000
+        and 1,000 clients the result is 3.2 MB instead of 320 MB."""
         steps = positive_int("steps", steps)
         batch_size = positive_int("batch_size", batch_size)
         counts = self.train.counts.cpu()
+        offsets = self.train.offsets.cpu()
+        rows = None if clients is None else self._client_rows(clients)
+        if rows is not None:
+            counts, offsets = counts[rows], offsets[rows]
+            u = torch.empty((self.num_clients, batch_size), dtype=torch.float64)
         scale = counts.to(torch.float64)[:, None]
         last = (counts - 1)[:, None]
-        offsets = self.train.offsets.cpu()[:, None]
-        out = torch.empty((steps, self.num_clients, batch_size), dtype=torch.long)
+        offsets = offsets[:, None]
+        out = torch.empty((steps, counts.numel(), batch_size), dtype=torch.long)
         for r in range(steps):
-            u = torch.rand((self.num_clients, batch_size), generator=generator,
-                           dtype=torch.float64)
-            torch.add(offsets, torch.minimum(u.mul_(scale).long(), last), out=out[r])
+            if rows is None:
+                v = torch.rand((self.num_clients, batch_size), generator=generator,
+                               dtype=torch.float64)
+            else:
+                v = u.uniform_(0.0, 1.0, generator=generator).index_select(0, rows)
+            torch.add(offsets, torch.minimum(v.mul_(scale).long(), last), out=out[r])
         return out.to(self.device)
+
+    def skip_batches(self, steps: int, batch_size: int, generator: torch.Generator) -> None:
+        """Advance ``generator`` exactly as :meth:`sample_batches` ``(steps, batch_size)``
+        would, keeping nothing (one reused ``[N, batch_size]`` buffer): what is drawn after
+        it sees the same numbers as after the draw itself (tested)."""
+        steps = positive_int("steps", steps)
+        batch_size = positive_int("batch_size", batch_size)
+        u = torch.empty((self.num_clients, batch_size), dtype=torch.float64)
+        for _ in range(steps):
+            u.uniform_(0.0, 1.0, generator=generator)
+
+    def _client_rows(self, clients) -> torch.Tensor:
+        rows = torch.as_tensor(clients).cpu()
+        if rows.dim() != 1 or (rows.numel() and rows.is_floating_point()):
+            raise ValueError(f"clients must be a 1-d tensor of client ids, got shape "
+                             f"{tuple(rows.shape)} dtype {rows.dtype}")
+        rows = rows.long()
+        if rows.numel() and not (0 <= int(rows.min()) and int(rows.max()) < self.num_clients):
+            raise ValueError(f"client ids must lie in 0..{self.num_clients - 1}, got "
+                             f"{int(rows.min())}..{int(rows.max())}")
+        return rows
 
     def to(self, device=None, dtype=None) -> "Federation":
         """A copy on ``device`` with floating features cast to ``dtype``."""

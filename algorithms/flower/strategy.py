@@ -53,7 +53,7 @@ from flwr.serverapp.strategy import Result, Strategy
 from flwr.supercore import log
 
 from algorithms.base import State
-from algorithms.contract import Phase, sent_models, server_init
+from algorithms.contract import Phase, participant_batches, sent_models, server_init
 from algorithms.flower.client import (BATCHES, INFO as INFO_KEY, KEPT, MODELS, PAYLOAD, ROUND,
                                       ROWS, SETTINGS, UPLOAD)
 from algorithms.flower.records import (Settings, counts_federation, pack, row, stack_rows,
@@ -181,10 +181,12 @@ class PFLStrategy(Strategy):
         offsets = self.federation.train.offsets.cpu()
         uploaders = set(phase.upload_clients().tolist())
         info = json.dumps(phase.info)
+        n = self.federation.num_clients
+        own = {k: participant_batches(b, phase.clients, n) for k, b in phase.batches.items()}
         messages = []
         for j, i in enumerate(phase.clients.tolist()):
             payload = {k: row(v, j) for k, v in phase.payload.items()}
-            batches = {k: b[:, i].cpu() - offsets[i] for k, b in phase.batches.items()}
+            batches = {k: b[:, j].cpu() - offsets[i] for k, b in own.items()}
             meta = {"round": self.state.round, "phase": phase.name, "info": info,
                     "upload": i in uploaders}
             messages.append(Message(

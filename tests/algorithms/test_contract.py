@@ -248,3 +248,135 @@ def test_the_gather_bound_sees_a_whole_local_round_materialised(fed, model, monk
     monkeypatch.setattr(LazyRows, "__getitem__", eager_first)
     sizes, _, _ = _lazy_and_eager("ditto", fed, model, monkeypatch, rounds=1)
     assert max(sizes) > fed.num_clients * SMALL["batch_size"]
+
+
+# ---- the sampled clients' mini-batches only (contract.train_phase) ---------------------
+
+def _everyones_train_phase(state, fed, steps, batch_size, clients_per_round, *, name="train",
+                           payload=None):
+    """``train_phase`` as it was: every client's mini-batches kept ``[steps, N, B]``."""
+    from algorithms.base import sample_clients
+    from algorithms.contract import Phase
+
+    gen = state.generator()
+    batches = fed.sample_batches(steps, batch_size, gen)
+    chosen = sample_clients(fed.num_clients, clients_per_round, gen)
+    return Phase(name, chosen, {"sgd": batches}, payload or {})
+
+
+def _unrewound_train_phase(state, fed, steps, batch_size, clients_per_round, *, name="train",
+                           payload=None):
+    """A mutation: the sampled clients' mini-batches drawn after the clients (another
+    stream, of the clients' size only)."""
+    from algorithms.base import sample_clients
+    from algorithms.contract import Phase
+
+    gen = state.generator()
+    chosen = sample_clients(fed.num_clients, clients_per_round, gen)
+    batches = fed.sample_batches(steps, batch_size, gen, clients=chosen)
+    return Phase(name, chosen, {"sgd": batches}, payload or {})
+
+
+def _with_train_phase(monkeypatch, replacement):
+    """Every algorithm module's ``train_phase`` replaced; the names of those modules."""
+    import sys
+
+    from algorithms import contract
+
+    patched = []
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("algorithms.") and getattr(mod, "train_phase", None) is \
+                contract.train_phase and mod is not contract:
+            monkeypatch.setattr(mod, "train_phase", replacement)
+            patched.append(mod_name)
+    return patched
+
+
+def _states(alg, fed, model, rounds=3, seed=5):
+    state, out = alg.init(fed, model, seed=seed), []
+    for _ in range(rounds):
+        state = alg.round(state, fed, model)
+        out.append(state)
+    return out
+
+
+def _identical(a: State, b: State) -> bool:
+    return sorted(a.models) == sorted(b.models) and all(
+        torch.equal(x, y) for x, y in zip(_tensors(a), _tensors(b)))
+
+
+TRAIN_PHASE_USERS = ["apfl", "ditto", "fedavg", "fedavg-ft", "fedbabu", "fedper", "fedrep",
+                     "fedsam", "ifca", "lgfedavg", "pfedhn", "plgu-ghn", "plgu-grep", "plgu-lf"]
+
+
+def test_the_train_phase_users_are_listed(fed, model, monkeypatch):
+    """Which algorithms draw through ``train_phase`` (so that the list below stays whole)."""
+    from algorithms import contract
+
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return contract.train_phase(*args, **kwargs)
+
+    _with_train_phase(monkeypatch, spy)
+    users = []
+    for name in ALGORITHMS:
+        calls.clear()
+        alg = build(registry()[name])
+        alg.round(alg.init(fed, model, seed=0), fed, model)
+        if calls:
+            users.append(name)
+    assert users == TRAIN_PHASE_USERS
+
+
+@pytest.mark.parametrize("name", TRAIN_PHASE_USERS)
+def test_sampled_clients_batches_give_the_rounds_of_everyones_bit_for_bit(
+        name, fed, model, monkeypatch):
+    """``train_phase`` keeps only the sampled clients' mini-batches (S = 4 of N = 6 here):
+    every round's state is the one of the former draw of everyone's, bit for bit."""
+    alg = build(registry()[name])
+    new = _states(alg, fed, model)
+    _with_train_phase(monkeypatch, _everyones_train_phase)
+    old = _states(alg, fed, model)
+    assert all(_identical(a, b) for a, b in zip(new, old))
+
+
+def test_sampled_clients_batches_comparison_sees_another_stream(fed, model, monkeypatch):
+    """The comparison above can fail: the sampled clients' batches drawn after the clients
+    (no rewind) change FedAvg's rounds."""
+    alg = build(registry()["fedavg"])
+    new = _states(alg, fed, model)
+    _with_train_phase(monkeypatch, _unrewound_train_phase)
+    assert not _identical(new[-1], _states(alg, fed, model)[-1])
+
+
+def test_train_phase_keeps_the_sampled_columns_and_the_full_draw_at_full_participation(fed):
+    from algorithms.contract import train_phase
+
+    state = State(4, 7, {})
+    part = train_phase(state, fed, 3, 5, 4)
+    old = _everyones_train_phase(state, fed, 3, 5, 4)
+    assert torch.equal(part.clients, old.clients) and part.batches["sgd"].shape == (3, 4, 5)
+    assert torch.equal(part.batches["sgd"], old.batches["sgd"][:, old.clients])
+    assert torch.equal(train_phase(state, fed, 3, 5, 4).batches["sgd"], part.batches["sgd"])
+    full = train_phase(state, fed, 3, 5, fed.num_clients)      # S = N: the draw as before
+    everyone_old = _everyones_train_phase(state, fed, 3, 5, fed.num_clients)
+    assert torch.equal(full.batches["sgd"], everyone_old.batches["sgd"])
+    assert torch.equal(full.clients, torch.arange(fed.num_clients))
+
+
+def test_participant_batches_and_phase_only_with_the_participants_columns():
+    from algorithms.contract import Phase, participant_batches
+
+    everyone = torch.arange(2 * 6 * 3).view(2, 6, 3)
+    clients = torch.tensor([1, 3, 4])
+    own = everyone[:, clients]
+    assert torch.equal(participant_batches(everyone, clients, 6), own)
+    assert participant_batches(own, clients, 6) is own
+    with pytest.raises(ValueError, match="5 columns for 3 participants of 6"):
+        participant_batches(everyone[:, :5], clients, 6)
+    for batches in (everyone, own):
+        part = Phase("train", clients, {"sgd": batches}).only([1, 4])
+        got = participant_batches(part.batches["sgd"], part.clients, 6)
+        assert torch.equal(got, everyone[:, [1, 4]])

@@ -138,3 +138,52 @@ def test_federation_built_on_cpu_and_moved_once_to_cuda():
     fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cuda")
     ref = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
     assert fed.device.type == "cuda" and torch.equal(fed.train.x.cpu(), ref.train.x)
+
+
+@pytest.mark.parametrize("clients", [[2, 0], [3], [0, 1, 2, 3], []])
+def test_sample_batches_of_some_clients_are_those_columns_of_everyones(clients):
+    """``clients=`` keeps only those columns — the same numbers as the whole draw sliced
+    there — and leaves the generator where the whole draw does."""
+    xs, ys = _arrays([5, 50, 7, 2])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    rows = torch.tensor(clients, dtype=torch.long)
+    got = fed.sample_batches(6, 11, g1, clients=rows)
+    want = fed.sample_batches(6, 11, g2)[:, rows]
+    assert got.shape == (6, len(clients), 11) and torch.equal(got, want)
+    assert torch.equal(torch.rand(5, generator=g1), torch.rand(5, generator=g2))
+
+
+def test_sample_batches_of_some_clients_sees_a_shorter_draw():
+    """The comparison above can fail: drawing only the clients' own uniforms (the random
+    stream of a draw proportional to them) gives other numbers."""
+    xs, ys = _arrays([5, 50, 7, 2])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    own = Federation.from_client_arrays([xs[2], xs[0]], [ys[2], ys[0]], num_classes=4,
+                                        device="cpu")
+    want = fed.sample_batches(6, 11, torch.Generator().manual_seed(3))[:, [2, 0]]
+    short = own.sample_batches(6, 11, torch.Generator().manual_seed(3))
+    shifted = short + torch.stack([fed.train.offsets[2], fed.train.offsets[0]])[None, :, None]
+    assert not torch.equal(shifted, want)
+
+
+def test_skip_batches_leaves_the_generator_as_the_draw_does():
+    xs, ys = _arrays([5, 50, 7, 2])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    g1, g2 = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    fed.skip_batches(4, 3, g1)
+    fed.sample_batches(4, 3, g2)
+    assert torch.equal(torch.rand(7, generator=g1), torch.rand(7, generator=g2))
+    g3 = torch.Generator().manual_seed(9)
+    fed.skip_batches(3, 3, g3)                        # one step short: another state
+    assert not torch.equal(torch.rand(7, generator=g3), torch.rand(7, generator=g2))
+
+
+@pytest.mark.parametrize("clients, match", [
+    (torch.tensor([4]), "0..3"), (torch.tensor([-1]), "0..3"),
+    (torch.tensor([[0]]), "1-d"), (torch.tensor([0.5]), "1-d")])
+def test_sample_batches_rejects_bad_client_ids(clients, match):
+    xs, ys = _arrays([5, 50, 7, 2])
+    fed = Federation.from_client_arrays(xs, ys, num_classes=4, device="cpu")
+    with pytest.raises(ValueError, match=match):
+        fed.sample_batches(2, 3, torch.Generator().manual_seed(0), clients=clients)

@@ -95,17 +95,29 @@ class PFedMe(Algorithm):
         (:func:`algorithms.steps.map_tiles`; the same numbers as one thread).  ``x[r]`` of
         a tile is gathered when local round ``r`` starts, so at most one round's batch of
         ``T`` tiles is materialised at a time.  Within a tile the models are held in the
-        layout the inner solve is fastest in (:func:`algorithms.steps.prox_layout`) and
-        returned contiguous."""
+        layout the inner solve is fastest in (:func:`algorithms.steps.prox_layout`); each
+        tile writes its rows straight into the contiguous ``[N, ...]`` results (allocated
+        once: no per-tile contiguous copy and no concatenation of the tiles afterwards —
+        at N = 100,000 that concatenation was ~1.3 s of a 13 s round)."""
         n = x.shape[1]
-        if n > CLIENT_TILE:
-            def tile(s):
-                cut = slice(s, s + CLIENT_TILE)
-                return self.local_update(model, w_global, x[:, cut], y[:, cut])
+        if n <= CLIENT_TILE:
+            return tuple({k: v.contiguous() for k, v in p.items()}
+                         for p in self._solve(model, w_global, x, y))
+        out = tuple({k: torch.empty((n, *v.shape[1:]), dtype=v.dtype, device=v.device)
+                     for k, v in w_global.items()} for _ in range(2))
 
-            tiles = map_tiles(tile, range(0, n, CLIENT_TILE), next(iter(w_global.values())).device)
-            return tuple({k: torch.cat([t[i][k] for t in tiles]) for k in tiles[0][i]}
-                         for i in range(2))
+        def tile(s):                       # writes its rows of θ̃ and w_{·,R} (disjoint)
+            cut = slice(s, s + CLIENT_TILE)
+            for o, p in zip(out, self._solve(model, w_global, x[:, cut], y[:, cut])):
+                for k, v in p.items():
+                    o[k][cut] = v
+        map_tiles(tile, range(0, n, CLIENT_TILE), next(iter(w_global.values())).device)
+        return out
+
+    def _solve(self, model, w_global, x, y):
+        """Step 2 for the clients of one tile: ``(θ̃, w_{·,R})`` in the layout of
+        :func:`algorithms.steps.prox_layout`."""
+        n = x.shape[1]
         w_loc = prox_layout(model, broadcast(w_global, n))    # kept by prox_steps and lerp
         theta = dict(w_loc)
         for r in range(x.shape[0]):
@@ -114,7 +126,7 @@ class PFedMe(Algorithm):
                                extra_l2=self.code_l2)
             # w − ηλ(w − θ̃) as one lerp (w + ηλ(θ̃ − w)): 1 tensor op instead of 3
             w_loc = {k: torch.lerp(w_loc[k], theta[k], self.lr * self.lam) for k in w_loc}
-        return tuple({k: v.contiguous() for k, v in p.items()} for p in (theta, w_loc))
+        return theta, w_loc
 
     def aggregate(self, w_global, w_loc, rows, counts):
         """``(1 − β) w^t + β·mean`` of the rows ``rows`` of ``w_loc`` (``counts``: their

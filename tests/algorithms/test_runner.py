@@ -136,3 +136,33 @@ def test_read_history_takes_the_appended_lines_and_drops_a_cut_last_line(fed, tm
         read_history(tmp_path)
     (tmp_path / "history.jsonl").unlink()             # a directory written before jsonl
     assert [e["round"] for e in read_history(tmp_path)["entries"]] == [1, 2]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_all_finite_sees_a_bad_value_at_every_position(bad, dtype):
+    from algorithms.runner import all_finite
+
+    for n in (1, 7, 16, 33, 257):
+        for pos in range(n):
+            v = torch.linspace(-3, 3, n, dtype=dtype)
+            assert all_finite(v) and all_finite(v.view(1, n).expand(3, n))
+            v[pos] = bad
+            assert not all_finite(v), (n, pos)
+            assert not all_finite(v.view(1, n).expand(3, n).t())     # non-contiguous
+    assert all_finite(torch.empty(0, 3))
+
+
+def test_non_finite_model_names_the_model_or_tensor():
+    from algorithms.base import State
+    from algorithms.runner import non_finite_model
+
+    ok = {"w": torch.zeros(4, 3)}
+    state = State(1, 0, {"global": ok, "local": {"w": torch.zeros(4, 3)}},
+                  {"labels": torch.zeros(4, dtype=torch.long), "scores": torch.zeros(4)})
+    assert non_finite_model(state) is None
+    state.models["local"]["w"][2, 1] = -float("inf")
+    assert non_finite_model(state) == "local"
+    state.models["local"]["w"][2, 1] = 0.0
+    state.tensors["scores"][3] = float("nan")
+    assert non_finite_model(state) == "scores"

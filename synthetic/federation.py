@@ -152,18 +152,17 @@ class Federation:
         rows = None if clients is None else self._client_rows(clients)
         if rows is not None:
             counts, offsets = counts[rows], offsets[rows]
-            u = torch.empty((self.num_clients, batch_size), dtype=torch.float64)
         scale = counts.to(torch.float64)[:, None]
         last = (counts - 1)[:, None]
         offsets = offsets[:, None]
         out = torch.empty((steps, counts.numel(), batch_size), dtype=torch.long)
-        for r in range(steps):
-            if rows is None:
-                v = torch.rand((self.num_clients, batch_size), generator=generator,
-                               dtype=torch.float64)
-            else:
-                v = u.uniform_(0.0, 1.0, generator=generator).index_select(0, rows)
-            torch.add(offsets, torch.minimum(v.mul_(scale).long(), last), out=out[r])
+        u = torch.empty((self.num_clients, batch_size), dtype=torch.float64)
+        for r in range(steps):        # in place: no fresh [N, B] temporaries per step
+            u.uniform_(0.0, 1.0, generator=generator)          # = rand((N, B)), in order
+            v = u if rows is None else u.index_select(0, rows)
+            o = out[r]
+            o.copy_(v.mul_(scale))                 # truncation toward 0, as .long()
+            torch.minimum(o, last, out=o).add_(offsets)
         return out.to(self.device)
 
     def skip_batches(self, steps: int, batch_size: int, generator: torch.Generator) -> None:

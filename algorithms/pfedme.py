@@ -19,6 +19,11 @@ Departures / choices (recorded, see docs/formulas.md §B.4):
   ``‖∇h̃‖² ≤ ν`` (eq. 8) — as in the paper's experiments and code.
 * ``code_l2`` (default 0) adds the public code's extra ``μ θ`` term (μ = 0.001 there).
 * Mini-batches are drawn uniformly *with* replacement (the code iterates a shuffled loader).
+* ``train_clients="sampled"`` (opt-in; default ``"all"``, Algorithm 1) trains only the ``S``
+  sampled clients each round, as PFLlib's pFedMe does: the global model ``w^t`` is the same
+  as with ``"all"`` (only the sampled clients' ``w_{i,R}`` enter step 3, drawn from the same
+  mini-batches), the reported personalized/local models of the other clients are those of
+  their last participation; a round costs ``S`` clients' training instead of ``N``.
 * Reported models, each under its own name: ``personalized`` = ``θ̃_i`` from the last inner
   solve (pFedMe-PM), ``global`` = ``w^{t+1}`` (pFedMe-GM), ``local`` = ``w_{i,R}``. The
   public code's "personalized" accuracy is in fact ``w_{i,R}`` (parameter aliasing); ours
@@ -34,7 +39,7 @@ import torch
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp, one_of,
                              register, sample_clients, sq_distance, validate_hyperparameters,
                              weighted_mean)
-from algorithms.contract import Algorithm, Phase, everyone, with_server
+from algorithms.contract import Algorithm, Phase, everyone, train_phase, with_server
 from algorithms.steps import map_tiles, prox_layout, prox_steps
 from pfl_theory.validation import nonnegative, positive, positive_int
 
@@ -74,6 +79,10 @@ class PFedMe(Algorithm):
                           check=one_of("uniform", "weighted"), symbol="—")
     code_l2: float = hp(0.0, "extra ℓ2 term μ·θ in the inner step (public code: 0.001)",
                         check=nonnegative, symbol="μ")
+    train_clients: str = hp("all", "'all': every client trains each round (Algorithm 1); "
+                            "'sampled': only the S sampled clients (as PFLlib), the others keep "
+                            "their last models (same global model; N/S× less training)",
+                            check=one_of("all", "sampled"), symbol="—")
 
     def __post_init__(self):
         validate_hyperparameters(self)
@@ -136,7 +145,15 @@ class PFedMe(Algorithm):
         return {k: (1 - self.beta) * w_global[k] + self.beta * mean[k] for k in w_global}
 
     def first_phase(self, state: State, fed, model) -> Phase:
-        """Every client trains; the ``S`` sampled ones upload."""
+        """Every client trains; the ``S`` sampled ones upload.  ``train_clients="sampled"``:
+        only the ``S`` sampled ones train (and upload) — the same draws
+        (:func:`algorithms.contract.train_phase` keeps the sampled clients' columns of the
+        same mini-batches), so their ``w_{i,R}`` and the global model are those of
+        ``"all"`` bit for bit (tested); the other clients' ``personalized`` / ``local``
+        rows stay as they were (their last participation, or ``w^0``)."""
+        if self.train_clients == "sampled":
+            return train_phase(state, fed, self.local_rounds, self.batch_size,
+                               self.clients_per_round)
         gen = state.generator()
         batches = fed.sample_batches(self.local_rounds, self.batch_size, gen)
         chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)

@@ -266,3 +266,81 @@ def test_lazy_rows_index_like_the_gathered_tensor():
         assert isinstance(got, torch.Tensor) and torch.equal(got, want), key
     assert isinstance(lx[:-1], LazyRows) and torch.equal(lx[:-1][1], x[1])
     assert torch.equal(ly[2], y[2])
+
+
+# ---- train_clients="sampled": only the S sampled clients train (issue 15) -----------------
+
+def _rounds(alg, fed, model, rounds=3):
+    state, out = alg.init(fed, model, 0), []
+    for _ in range(rounds):
+        state = alg.round(state, fed, model)
+        out.append(state)
+    return out
+
+
+def test_sampled_training_keeps_the_global_model_and_the_sampled_rows_bit_for_bit():
+    """The global model of every round is that of ``train_clients="all"``; a round's sampled
+    clients get the rows ``"all"`` gives them, every other client keeps its rows."""
+    from algorithms.base import round_generator, sample_clients
+
+    fed, model = _tiny_fed(), MLR(6, 3)
+    full = _rounds(PFedMe(local_rounds=3, batch_size=4, clients_per_round=3), fed, model)
+    part = _rounds(PFedMe(local_rounds=3, batch_size=4, clients_per_round=3,
+                          train_clients="sampled"), fed, model)
+    before = PFedMe(local_rounds=3, batch_size=4, clients_per_round=3).init(fed, model, 0)
+    for t, (a, b) in enumerate(zip(full, part)):
+        for k, v in a.models["global"].items():
+            assert torch.equal(b.models["global"][k], v), (t, k)
+        gen = round_generator(0, t)
+        fed.skip_batches(3, 4, gen)
+        chosen = sample_clients(fed.num_clients, 3, gen)
+        others = torch.tensor([i for i in range(fed.num_clients) if i not in set(chosen.tolist())])
+        for name in ("personalized", "local"):
+            for k, v in a.models[name].items():
+                assert torch.equal(b.models[name][k][chosen], v[chosen]), (t, name, k)
+                assert torch.equal(b.models[name][k][others], before.models[name][k][others])
+                assert not torch.equal(b.models[name][k], v)      # the others did not train
+        before = b
+
+
+def test_sampled_training_with_every_client_sampled_is_the_full_round():
+    fed, model = _tiny_fed(), MLR(6, 3)
+    full = _rounds(PFedMe(local_rounds=2, batch_size=4, clients_per_round=7), fed, model)
+    part = _rounds(PFedMe(local_rounds=2, batch_size=4, clients_per_round=7,
+                          train_clients="sampled"), fed, model)
+    for a, b in zip(full, part):
+        for name, params in a.models.items():
+            for k, v in params.items():
+                assert torch.equal(b.models[name][k], v), (name, k)
+
+
+def test_sampled_training_trains_only_the_sampled_clients(monkeypatch):
+    """What the option is for: ``local_update`` sees S clients, not N."""
+    seen = []
+    original = PFedMe.local_update
+
+    def spy(self, model, w_global, x, y):
+        seen.append(x.shape[1])
+        return original(self, model, w_global, x, y)
+
+    monkeypatch.setattr(PFedMe, "local_update", spy)
+    fed, model = _tiny_fed(), MLR(6, 3)
+    for train_clients, want in (("all", 7), ("sampled", 3)):
+        seen.clear()
+        alg = PFedMe(local_rounds=2, batch_size=4, clients_per_round=3,
+                     train_clients=train_clients)
+        alg.round(alg.init(fed, model, 0), fed, model)
+        assert seen == [want], train_clients
+
+
+def test_sampled_training_client_by_client_equals_the_engine():
+    from algorithms.reference_loop import client_by_client_round
+
+    fed, model = _tiny_fed(), MLR(6, 3)
+    alg = PFedMe(local_rounds=2, batch_size=4, clients_per_round=3, train_clients="sampled")
+    a = b = alg.init(fed, model, 1)
+    for _ in range(2):
+        a, b = alg.round(a, fed, model), client_by_client_round(alg, b, fed, model)
+    for name, params in a.models.items():
+        for k, v in params.items():
+            torch.testing.assert_close(b.models[name][k], v, rtol=0, atol=1e-12)

@@ -40,6 +40,22 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
+def hyperparameters(pairs: list[str]) -> dict:
+    """``["a=1", "b=0.5", "c=x"]`` → ``{"a": 1, "b": 0.5, "c": "x"}`` (int, float, else str)."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"bench_scale.py: --set wants NAME=VALUE, got {pair!r}")
+        for kind in (int, float, str):
+            try:
+                out[name] = kind(value)
+                break
+            except ValueError:
+                continue
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=100_000)
@@ -50,6 +66,9 @@ def main(argv=None) -> int:
                         help="evaluate after rounds divisible by this (and the last)")
     parser.add_argument("--max-client-size", type=int, default=None,
                         help="cap every client at this many samples (default: as pflt run)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="another hyper-parameter of the algorithm (e.g. "
+                             "train_clients=sampled); repeatable")
     args = parser.parse_args(argv)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -68,10 +87,12 @@ def _bench(args) -> int:
                              device="cpu")
     built = time.perf_counter() - t0
     model = MLR(fed.feature_shape[0], fed.num_classes)
-    alg = get_algorithm(args.algorithm)(clients_per_round=args.clients_per_round)
+    alg = get_algorithm(args.algorithm)(clients_per_round=args.clients_per_round,
+                                        **hyperparameters(args.set))
     state = alg.init(fed, model, 0)
     history = History({})
-    print(f"{args.algorithm}, Synthetic(0.5,0.5), MLR, N={n}, S={args.clients_per_round}, "
+    print(f"{args.algorithm} {' '.join(args.set)}, Synthetic(0.5,0.5), MLR, N={n}, "
+          f"S={args.clients_per_round}, "
           f"max client size {cap}, 1 torch thread, float32, cpu; {started:%Y-%m-%d %H:%M} UTC; "
           f"data built in {built:.1f} s; {os.cpu_count()} CPUs, torch {torch.__version__}")
     print("| round | load 1m | train s | (draws s) | eval s | other s | total s | peak RSS GB |")

@@ -108,11 +108,25 @@ class PerFedAvg(Algorithm):
         return w
 
     def first_phase(self, state: State, fed, model) -> Phase:
+        """Draws (stream 0): the outer mini-batches, the ``S`` clients, the inner and the
+        Hessian mini-batches, every client's.  Only the sampled clients' columns are kept
+        (``[R, S, B]``, the same numbers; see :func:`algorithms.contract.train_phase`): the
+        outer draw is skipped, then redrawn for them from the saved generator state."""
         gen = state.generator()
-        outer = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        steps, size = self.local_rounds, self.batch_size
+        if self.clients_per_round >= fed.num_clients:
+            outer = fed.sample_batches(steps, size, gen)
+            chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)
+            inner = fed.sample_batches(steps, size, gen)
+            hess = fed.sample_batches(steps, size, gen)
+            return Phase("train", chosen, {"outer": outer, "inner": inner, "hess": hess})
+        start = gen.get_state()
+        fed.skip_batches(steps, size, gen)
         chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)
-        inner = fed.sample_batches(self.local_rounds, self.batch_size, gen)
-        hess = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+        inner = fed.sample_batches(steps, size, gen, clients=chosen)
+        hess = fed.sample_batches(steps, size, gen, clients=chosen)
+        outer = fed.sample_batches(steps, size, torch.Generator().set_state(start),
+                                   clients=chosen)
         return Phase("train", chosen, {"outer": outer, "inner": inner, "hess": hess})
 
     def client_update(self, phase, model, view):

@@ -380,3 +380,39 @@ def test_participant_batches_and_phase_only_with_the_participants_columns():
         part = Phase("train", clients, {"sgd": batches}).only([1, 4])
         got = participant_batches(part.batches["sgd"], part.clients, 6)
         assert torch.equal(got, everyone[:, [1, 4]])
+
+
+def _everyones_perfedavg_phase(self, state, fed, model):
+    """Per-FedAvg's first phase as it was: every client's three draws kept."""
+    from algorithms.base import sample_clients
+    from algorithms.contract import Phase
+
+    gen = state.generator()
+    outer = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+    chosen = sample_clients(fed.num_clients, self.clients_per_round, gen)
+    inner = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+    hess = fed.sample_batches(self.local_rounds, self.batch_size, gen)
+    return Phase("train", chosen, {"outer": outer, "inner": inner, "hess": hess})
+
+
+@pytest.mark.parametrize("variant", ["fo", "hf"])
+def test_perfedavg_keeps_the_sampled_columns_bit_for_bit(variant, fed, model, monkeypatch):
+    """Per-FedAvg keeps the sampled clients' columns of its three draws: every round as
+    with everyone's kept; the comparison fails when the inner and Hessian draws swap."""
+    from algorithms.perfedavg import PerFedAvg
+
+    alg = dataclasses.replace(build(PerFedAvg), variant=variant)
+    phase = alg.first_phase(alg.init(fed, model, seed=5), fed, model)
+    assert all(b.shape[1] == 4 for b in phase.batches.values())          # S = 4 of N = 6
+    new = _states(alg, fed, model)
+    monkeypatch.setattr(PerFedAvg, "first_phase", _everyones_perfedavg_phase)
+    assert all(_identical(a, b) for a, b in zip(new, _states(alg, fed, model)))
+
+    def swapped(self, state, fed, model):
+        p = _everyones_perfedavg_phase(self, state, fed, model)
+        return dataclasses.replace(p, batches={"outer": p.batches["outer"],
+                                               "inner": p.batches["hess"],
+                                               "hess": p.batches["inner"]})
+
+    monkeypatch.setattr(PerFedAvg, "first_phase", swapped)
+    assert not _identical(new[-1], _states(alg, fed, model)[-1])

@@ -250,7 +250,9 @@ FORMULAS: tuple[Formula, ...] = (
             "K inner steps on the same mini-batch with warm-started θ (the code) instead of the "
             "ν stopping rule; aggregation 'uniform' (the paper's 1/S mean, default) or "
             "'weighted' by sample counts (the code); the code's extra ℓ2 term μ·θ is code_l2 "
-            "(default 0).",
+            "(default 0); every client trains each round (Algorithm 1, default), or with "
+            "train_clients='sampled' only the S sampled ones (as PFLlib; the same global "
+            "model, the other clients' models kept from their last participation).",
             ("algorithms.pfedme.PFedMe", "algorithms.reference_loop")),
     Formula("B.5", "Lemma 1: δ² = 2/(λ ± ·)² (γ_f²/|D| + ν)", PFEDME, "Lemma 1",
             "SEED-GARBLED→READ", "(λ + μ)² under A1(a), (λ − L)² under A1(b) with λ > L.",

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
+from algorithms import ppfe_linear
 from algorithms.ppfe_linear import (compare_methods, fit_fedavg_ridge, fit_local_ridge,
-                                    fit_ppfe_linear)
+                                    fit_ppfe_linear, fit_ppfe_linear_path)
 from synthetic.linear import make_linear_federation, ridge
 
 
@@ -91,3 +92,28 @@ def test_deterministic_and_partial_weights(fed):
 def test_validation(fed, kwargs):
     with pytest.raises(ValueError):
         fit_ppfe_linear(fed, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(lambda_selection="per_client"), dict(decrease="strict"),
+                                    dict(selection="greedy"), dict(refit=False),
+                                    dict(federated_solver="one_shot_average", decrease="none")])
+def test_path_is_bit_identical_to_separate_fits(fed, kwargs):
+    path = fit_ppfe_linear_path(fed, max_stages=5, seed=2, **kwargs)
+    for t, got in enumerate(path, start=1):
+        want = fit_ppfe_linear(fed, num_stages=t, seed=2, **kwargs)
+        assert np.array_equal(got.stage_weights, want.stage_weights)   # exact: same operations
+        assert np.array_equal(got.lambdas, want.lambdas) and np.array_equal(got.val_mse, want.val_mse)
+
+
+def test_path_cache_keys_on_the_lambda_prefix(fed, monkeypatch):
+    # precondition: the fits for different T choose different λ for the first personal stage
+    path = fit_ppfe_linear_path(fed, max_stages=5, seed=2)
+    assert len({float(np.ravel(f.lambdas)[1]) for f in path[1:]}) > 1
+    # mutation: a refit cache keyed on the stage index alone reuses another T's stage
+    orig = ppfe_linear._memo
+    monkeypatch.setattr(ppfe_linear, "_memo", lambda cache, key, fn: orig(
+        cache, key[:3] if isinstance(key, tuple) else key, fn))
+    bad = fit_ppfe_linear_path(fed, max_stages=5, seed=2)
+    assert not all(np.array_equal(b.stage_weights, g.stage_weights) for b, g in zip(bad, path))
+    with pytest.raises(ValueError):
+        fit_ppfe_linear_path(fed, max_stages=0)

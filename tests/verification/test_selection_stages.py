@@ -5,8 +5,9 @@ import pytest
 
 from synthetic.linear import make_linear_federation
 from verification.stage_selectors import REFERENCES
-from verification.selection_stages import (STAGE_SELECTORS, cv_losses, estimate_stage_inputs,
-                                           full_configs, run_config, summarise_stages)
+from verification.selection_stages import (STAGE_SELECTORS, best_t_stability, config_halves,
+                                           cv_losses, estimate_stage_inputs, full_configs,
+                                           run_config, summarise_stages)
 
 
 def test_run_config_records():
@@ -50,3 +51,49 @@ def test_summarise_stages():
 
 def test_full_grid_size():
     assert len(full_configs()) == 30
+
+
+def test_risk_seeds_define_the_best_t_and_selectors_run_on_the_first_seeds():
+    cfg = dict(alpha=0.5, num_clients=8, n_train=30, dim=5)
+    few = run_config(cfg, seeds=2, t_max=3)
+    many = run_config(cfg, seeds=2, t_max=3, risk_seeds=4)
+    risk = np.asarray(many["risk"])
+    assert risk.shape == (4, 3) and np.array_equal(risk[:2], np.asarray(few["risk"]))
+    assert many["best_t"] == int(np.argmin(risk.mean(0))) + 1       # from all 4 seeds
+    assert len(many["records"]) == 2 * len(STAGE_SELECTORS + REFERENCES)
+    # the selectors' picks do not depend on how many seeds define the best T
+    assert ([(r["selector"], r["t_hat"]) for r in many["records"]]
+            == [(r["selector"], r["t_hat"]) for r in few["records"]])
+    with pytest.raises(ValueError, match="risk_seeds"):
+        run_config(cfg, seeds=3, t_max=3, risk_seeds=2)
+
+
+def test_cv_repeats_draw_new_folds_and_keep_the_original():
+    fed = make_linear_federation(num_clients=4, dim=3, n_train=12, alpha=0.5)
+    a, a0 = cv_losses(fed, t_max=2, folds=3), cv_losses(fed, t_max=2, folds=3, repeat=0)
+    b = cv_losses(fed, t_max=2, folds=3, repeat=1)
+    assert np.array_equal(a, a0) and np.array_equal(b, cv_losses(fed, t_max=2, folds=3, repeat=1))
+    assert b.shape == a.shape and np.all(b > 0) and not np.array_equal(a, b)
+    with pytest.raises(ValueError, match="repeat"):
+        cv_losses(fed, t_max=2, folds=3, repeat=-1)
+
+
+def test_config_halves_checkerboard():
+    dev, held = config_halves()
+    assert len(dev) == len(held) == 15
+    assert sorted(map(str, dev + held)) == sorted(map(str, full_configs()))
+    for half in (dev, held):   # every value of every factor in each half
+        assert {c["alpha"] for c in half} == {0.0, 0.3, 0.6, 1.0, "uniform"}
+        assert {c["num_clients"] for c in half} == {10, 50, 200}
+        assert {(c["n_train"], c["dim"]) for c in half} == {(40, 20), (100, 50)}
+    # each (α, N) pair once per half
+    assert len({(c["alpha"], c["num_clients"]) for c in dev}) == 15
+
+
+def test_best_t_stability():
+    flat = {"risk": [[2.0, 1.0, 1.01]] * 2 + [[2.0, 1.02, 1.0]] * 4, "best_t": 3, "near_best": [3]}
+    sharp = {"risk": [[2.0, 1.0, 1.5]] * 6, "best_t": 2, "near_best": [2]}
+    st = best_t_stability([flat, sharp], first=2)
+    assert st["equal"] == 0.5 and st["within1"] == 1.0 and st["configs"] == 2
+    with pytest.raises(ValueError, match="first"):
+        best_t_stability([sharp], first=7)

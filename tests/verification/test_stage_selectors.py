@@ -56,3 +56,35 @@ def test_noise_aware_best_and_records():
     assert set(s) == {"a", "b"} and s["a"]["records"] == 3
     with pytest.raises(ValueError, match="seeds >= 2"):
         ss.noise_aware_best(loss[:1])
+
+
+def test_fit_bound_curve_recovers_a_planted_curve_and_its_argmin():
+    from pfl_theory.ppfe_bounds import select_stages
+    t = np.arange(1, 11)
+    g = float(np.linspace(0.01, 0.49, 49)[29])          # 0.30, a grid value
+    k0, n, c, b = 1.5, 50.0, 0.25, 2.0
+    curve = c + b * (np.exp(-2 * g * g * t) + k0 * np.sqrt(t / n))
+    assert 1 < int(np.argmin(curve)) + 1 < 10           # an interior minimum to find
+    est = ss.fit_bound_curve(curve, n)
+    # exact model curve: NNLS at the planted γ has zero residual (float64 round-off only)
+    assert est["gamma"] == pytest.approx(g, abs=1e-12)
+    assert (est["kappa0"], est["c"], est["b"]) == pytest.approx((k0, c, b), rel=1e-8)
+    t_star = select_stages(gamma=est["gamma"], kappa0=est["kappa0"], n=n, t_max=10).t_star
+    assert t_star == int(np.argmin(curve)) + 1
+    assert ss.fit_bound_curve(curve, n) == est         # deterministic
+    # a curve without decay: b = 0, κ̂₀ reported as large (the bound then picks T = 1)
+    assert ss.fit_bound_curve(0.3 + 0.01 * np.sqrt(t), n)["kappa0"] == 1e6
+    with pytest.raises(ValueError, match="curve"):
+        ss.fit_bound_curve([1.0, 0.5], n)
+
+
+def test_fit_bound_curve_mutation_without_the_constant_fails(monkeypatch):
+    # the irreducible loss c matters: forcing c = 0 (dropping the constant column) misfits
+    from scipy import optimize
+    t = np.arange(1, 11)
+    g = float(np.linspace(0.01, 0.49, 49)[29])
+    curve = 0.25 + 2.0 * (np.exp(-2 * g * g * t) + 1.5 * np.sqrt(t / 50.0))
+    orig = optimize.nnls
+    monkeypatch.setattr(optimize, "nnls", lambda a, y: (lambda r: (np.r_[0.0, r[0]], r[1]))(orig(a[:, 1:], y)))
+    est = ss.fit_bound_curve(curve, 50.0)
+    assert est["gamma"] != pytest.approx(g, abs=1e-12) or est["kappa0"] != pytest.approx(1.5, rel=1e-8)

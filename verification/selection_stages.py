@@ -58,7 +58,7 @@ from verification import stage_selectors as sel_
 
 __all__ = ["STAGE_SELECTORS", "quick_configs", "full_configs", "config_halves",
            "estimate_stage_inputs", "cv_losses", "run_config", "run_stage_benchmark",
-           "summarise_stages", "best_t_stability"]
+           "summarise_stages", "best_t_stability", "report"]
 
 STAGE_SELECTORS = ("bound", "validation", "cv", "cv_1se", "cv_rep", "cv_rep_1se", "cv10",
                    "cv10_1se", "bound_cv", "paper_T4")
@@ -235,6 +235,24 @@ def print_table(summary: dict[str, dict], *, unit: str = "%", scale: float = 100
               f"{scale * s['max_lost']:>8.2f}")
 
 
+def report(res: list[dict]) -> None:
+    """Print the table for all results, per half of the grid (:func:`config_halves`) when
+    both halves occur, and the stability of the best T against its first ``SEEDS`` seeds."""
+    print_table(summarise_stages(res))
+    dev, held = (list(map(str, h)) for h in config_halves())
+    for name, keys in (("dev", dev), ("held-out", held)):
+        part = [r for r in res if str(r["config"]) in keys]
+        if part and len(part) < len(res):
+            print(f"-- {name} half: {len(part)} configurations")
+            print_table(summarise_stages(part))
+    n_risk = min(len(r["risk"]) for r in res)
+    if n_risk > max(SEEDS, 2):
+        st = best_t_stability(res)
+        print(f"best T of the first {SEEDS} seeds = best T of all {n_risk}: {st['equal']:.2f} "
+              f"(±1: {st['within1']:.2f}) of {st['configs']} configurations; mean size of "
+              f"the noise-aware set {st['near_set_size_first']:.1f} -> {st['near_set_size_all']:.1f}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--full", action="store_true", help="the full grid (30 configurations)")
@@ -245,7 +263,17 @@ def main(argv=None) -> int:
     p.add_argument("--half", choices=("dev", "held"), default=None,
                    help="only one half of the full grid (config_halves)")
     p.add_argument("--save", default=None, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--load", nargs="+", default=None, metavar="FILE",
+                   help="print the tables of saved results (--save) instead of running")
     a = p.parse_args(argv)
+    import json
+    if a.load:
+        res = []
+        for path in a.load:
+            with open(path) as f:
+                res.extend(json.load(f))
+        report(res)
+        return 0
     t0 = time.time()
     configs = full_configs() if a.full or a.half else quick_configs()
     if a.half:
@@ -253,14 +281,9 @@ def main(argv=None) -> int:
     res = run_stage_benchmark(configs, seeds=a.seeds, cv_folds=a.cv_folds,
                               risk_seeds=a.risk_seeds, progress=True)
     if a.save:
-        import json
         with open(a.save, "w") as f:
             json.dump(res, f, default=str)
-    print_table(summarise_stages(res))
-    if len(res[0]["risk"]) > max(SEEDS, 2):
-        st = best_t_stability(res)
-        print(f"best T of the first {SEEDS} seeds = best T of all {len(res[0]['risk'])}: "
-              f"{st['equal']:.2f} (±1: {st['within1']:.2f}) of {st['configs']} configurations")
+    report(res)
     print(f"{len(res)} configurations × {a.seeds} seeds (best T from {len(res[0]['risk'])}), "
           f"{time.time() - t0:.0f} s, load average {os.getloadavg()[0]:.1f}")
     return 0

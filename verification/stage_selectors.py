@@ -55,12 +55,13 @@ def fit_bound_inputs(train: np.ndarray, val: np.ndarray, n: float) -> dict:
 
 def fit_bound_curve(loss: np.ndarray, n: float, *, grid: int = 49) -> dict:
     """γ̂, κ̂₀, n, c, b (module docstring) fitted to the mean held-out loss ``loss[t-1]``
-    of T = t = 1 … t_max; ``grid`` values of γ, evenly spaced in [0.01, GAMMA_MAX]."""
+    of T = t = 1 … t_max; ``grid`` values of γ, evenly spaced in [0.01, GAMMA_MAX].  With
+    t_max ≤ 3 the fit is not determined (3 coefficients); NNLS returns one of its solutions."""
     from scipy.optimize import nnls
 
     y = np.asarray(loss, dtype=np.float64)
-    if y.ndim != 1 or y.size < 3 or not np.all(np.isfinite(y)) or not n > 0:
-        raise ValueError(f"loss must be a finite 1-D curve of >= 3 values and n > 0, got {y.shape}, n={n}")
+    if y.ndim != 1 or y.size < 1 or not np.all(np.isfinite(y)) or not n > 0:
+        raise ValueError(f"loss must be a finite non-empty 1-D curve and n > 0, got {y.shape}, n={n}")
     t = np.arange(1, y.size + 1, dtype=np.float64)
     best = None
     for g in np.linspace(0.01, GAMMA_MAX, grid):

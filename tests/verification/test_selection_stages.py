@@ -97,3 +97,18 @@ def test_best_t_stability():
     assert st["equal"] == 0.5 and st["within1"] == 1.0 and st["configs"] == 2
     with pytest.raises(ValueError, match="first"):
         best_t_stability([sharp], first=7)
+
+
+def test_report_prints_both_halves_from_saved_results(tmp_path, capsys):
+    import json
+    from verification.selection_stages import main
+    dev, held = config_halves()
+    # small stand-ins for the real configurations: the records carry the (tiny) config used
+    res = [run_config(dict(alpha=0.5, num_clients=6, n_train=24, dim=3), seeds=2, t_max=2,
+                      risk_seeds=4) | {"config": c} for c in (dev[0], held[0])]
+    path = tmp_path / "res.json"
+    path.write_text(json.dumps(res, default=str))
+    assert main(["--load", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "dev half: 1 configurations" in out and "held-out half: 1 configurations" in out
+    assert "best T of the first 3 seeds = best T of all 4" in out

@@ -75,7 +75,9 @@ def test_fit_bound_curve_recovers_a_planted_curve_and_its_argmin():
     # a curve without decay: b = 0, κ̂₀ reported as large (the bound then picks T = 1)
     assert ss.fit_bound_curve(0.3 + 0.01 * np.sqrt(t), n)["kappa0"] == 1e6
     with pytest.raises(ValueError, match="curve"):
-        ss.fit_bound_curve([1.0, 0.5], n)
+        ss.fit_bound_curve([], n)
+    with pytest.raises(ValueError, match="curve"):
+        ss.fit_bound_curve([1.0, np.nan], n)
 
 
 def test_fit_bound_curve_mutation_without_the_constant_fails(monkeypatch):

@@ -19,7 +19,8 @@ PAPER = "PPFE (arXiv 2602.14244)"
        reconstructed=True, tolerance=0.9,
        tolerance_reason="issue 16's targets: T̂ within ±1 of the empirically best T and <= 1 % "
        "excess population risk, each in >= 90% of (configuration, seed) records",
-       quick={"configs": "quick", "seeds": 3}, full={"configs": "half", "seeds": 3})
+       quick={"configs": "quick", "seeds": 3, "risk_seeds": 20},
+       full={"configs": "half", "seeds": 3, "risk_seeds": 20})
 def select_stages_benchmark(ctx: Context) -> Outcome:
     """The bound's T̂ (``bound`` of :mod:`verification.selection_stages`) against the best T.
     Measured: the fraction of records within ±1 of the strict best T and the fraction with
@@ -30,12 +31,16 @@ def select_stages_benchmark(ctx: Context) -> Outcome:
     INCONCLUSIVE otherwise.  ``half`` = the dev half of the 30-configuration grid
     (:func:`verification.selection_stages.config_halves`: all α, N and (n, d) values occur;
     until 2026-11-24 it was every other configuration, which held (n, d) = (40, 20) only);
-    the other selectors' rates are reported beside it."""
+    the other selectors' rates are reported beside it.  The best T is that of the mean over
+    ``risk_seeds`` = 20 draws (selectors on the first 3): with the 3 selector seeds alone the
+    quick size's best T was 5–6 and the bound's t_max = 6 HELD, but over 20 draws it is 3
+    (2026-11-24, docs/selection.md) — a 3-seed argmin is mostly noise on this flat curve."""
     from verification import selection_stages as ss
 
     configs = ss.quick_configs() if ctx.params["configs"] == "quick" else ss.config_halves()[0]
-    summary = ss.summarise_stages(ss.run_stage_benchmark(configs, seeds=ctx.params["seeds"],
-                                                          seed_offset=ctx.seed))
+    summary = ss.summarise_stages(ss.run_stage_benchmark(
+        configs, seeds=ctx.params["seeds"], seed_offset=ctx.seed,
+        risk_seeds=max(ctx.params.get("risk_seeds", 0), ctx.params["seeds"])))
     b, ref = summary["bound"], summary["cv"]
     ok = b["within1"] >= ctx.tolerance and b["lost_le_1pt"] >= ctx.tolerance
     fails = b["within1_na"] < ctx.tolerance or b["lost_le_1pt"] < min(ref["lost_le_1pt"], ctx.tolerance)
@@ -47,5 +52,6 @@ def select_stages_benchmark(ctx: Context) -> Outcome:
                     "within1_noise_aware": b["within1_na"], "records": b["records"],
                     "selectors": summary},
                    {"within1": f">= {ctx.tolerance}", "lost_le_1pt": f">= {ctx.tolerance}"},
-                   ok, f"{len(configs)} configurations × {ctx.params['seeds']} seeds: {rates}",
+                   ok, f"{len(configs)} configurations × {ctx.params['seeds']} seeds (best T "
+                   f"from {max(ctx.params.get('risk_seeds', 0), ctx.params['seeds'])}): {rates}",
                    verdict=verdict)

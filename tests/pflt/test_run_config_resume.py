@@ -31,6 +31,25 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path):
     assert _entries(full) == _entries(part)
 
 
+@pytest.mark.parametrize("options", [
+    BASE + ["--train-clients", "sampled"],            # pFedMe: only the sampled clients train
+    ["--algorithm", "fedavg", "--clients", "12", "--local-rounds", "2",   # train_phase's
+     "--clients-per-round", "3", "--no-progress", "--eval-every", "1"]])  # sampled columns
+def test_resumed_partial_participation_runs_are_bit_identical(tmp_path, options):
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert main(["run", "--rounds", "4", "--out", str(full), "--checkpoint-every", "1"]
+                + options) == 0
+    assert main(["run", "--rounds", "2", "--out", str(part), "--checkpoint-every", "1"]
+                + options) == 0
+    assert main(["run", "--resume", str(part), "--rounds", "4", "--no-progress"]) == 0
+    a, b = load_checkpoint(full / "checkpoint.pt"), load_checkpoint(part / "checkpoint.pt")
+    assert a.round == b.round == 4
+    for name in a.models:
+        for k in a.models[name]:
+            assert torch.equal(a.models[name][k], b.models[name][k])
+    assert _entries(full) == _entries(part)
+
+
 class _Killed(BaseException):
     """What a kill looks like to the code after it: nothing more runs."""
 

@@ -170,7 +170,8 @@ def _validation_run(tmp_path, capsys):
 def test_validation_criterion(tmp_path, capsys):
     from pflt.commands.select_k import DEFAULT_CRITERION
 
-    argv = _validation_run(tmp_path, capsys)
+    full_cv = _validation_run(tmp_path, capsys)
+    argv = [*full_cv, "--val-cv", "1"]       # one hold-out (val_loss / val)
     got = {}
     for crit in ("loss", "accuracy"):
         assert main([*argv, "--criterion", crit, "--json"]) == 0
@@ -188,7 +189,12 @@ def test_validation_criterion(tmp_path, capsys):
     assert main([*argv, "--json"]) == 0
     default = json.loads(capsys.readouterr().out)
     assert default["criterion"] == "loss" and default["k_hat"] == lo["k_hat"]
-    assert default["inputs"]["cv"] == 1
+    # the default is full cross-validation (every one of the 4 folds held out once:
+    # val_cv_loss, the benchmark's recommendation), a different curve from one hold-out
+    assert main([*full_cv, "--json"]) == 0
+    cv4 = json.loads(capsys.readouterr().out)
+    assert cv4["inputs"]["cv"] == 4 == cv4["inputs"]["folds"] and cv4["criterion"] == "loss"
+    assert cv4["curve"] != lo["curve"] and cv4["k_hat"] == int(np.argmin(cv4["curve"])) + 1
     # two folds in turn: the loss summed over both, a different curve
     assert main([*argv, "--val-cv", "2", "--json"]) == 0
     two = json.loads(capsys.readouterr().out)

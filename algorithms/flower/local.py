@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from typing import Iterable, Sequence
 from uuid import uuid4
 
-import torch
 from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp

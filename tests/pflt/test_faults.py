@@ -3,11 +3,9 @@ first evaluation, a torn sweep log, a changed sweep base, a wrong-shaped checkpo
 curve kept by a killed run, and the data seed kept apart from the training seed."""
 
 import json
-import os
 import socket
 import subprocess
 
-import pytest
 import torch
 
 from pflt.cli import main
@@ -136,7 +134,7 @@ def test_data_seed_is_fixed_while_the_training_seed_varies(tmp_path):
         out = tmp_path / name
         assert main(["run", "--out", str(out), "--rounds", "1", *TINY, *extra]) == 0
         runs[name] = (_hist(out), json.loads((out / "run_options.json").read_text()))
-    (h0, o0), (h1, o1), (hd, od) = runs["s0"], runs["s1"], runs["d1"]
+    (h0, o0), (h1, o1), (_, od) = runs["s0"], runs["s1"], runs["d1"]
     assert (o0["seed"], o0["data_seed"]) == (0, 0) and (o1["seed"], o1["data_seed"]) == (1, 0)
     assert od["data_seed"] == 1 and h1["config"]["data"]["seed"] == 0
     # the data each run used (rebuilt from its saved options): equal for seeds 0 and 1,

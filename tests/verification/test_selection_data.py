@@ -59,7 +59,7 @@ def test_large_test_split_draws_each_clients_distribution(kind):
     mine = lambda s, i: (s.x[int(s.offsets[i]):int(s.offsets[i] + s.counts[i])],
                          s.y[int(s.offsets[i]):int(s.offsets[i] + s.counts[i])])
     for i in range(12):
-        (x, y), (bx, by) = mine(fed.train, i), mine(big, i)
+        (x, y), (_, by) = mine(fed.train, i), mine(big, i)
         if kind == "label":  # same classes as the client's context (4 per context, hard)
             ctx = set(by.tolist())
             assert set(y.tolist()) <= ctx and len(ctx) <= 4

@@ -36,7 +36,7 @@ import torch
 
 from pfl_theory import plgu as P
 from verification.bound_grid import grid_bound_outcome
-from verification.complexity import mlp_forward, rademacher_mlp_lower
+from verification.complexity import rademacher_mlp_lower
 from verification.registry import Context, Outcome, check
 
 PAPER = "PLGU (CVPR 2023)"

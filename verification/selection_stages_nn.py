@@ -198,18 +198,21 @@ def _picks(c: dict) -> dict:
             "_inputs": {**fitted, "gamma_run": gamma_run, "eps": c["eps"]}}
 
 
-def run_config(config: dict, *, seeds: int = SEEDS, **kw) -> dict:
+def run_config(config: dict, *, seeds: int = SEEDS, seed_offset: int = 0, extra=None, **kw) -> dict:
     """Per scoring (``small`` at the top level, ``large`` under ``"large"`` when the large test
     is drawn): accuracy per seed and T, the strict and noise-aware best T and the records of
-    every selector's T̂ (:func:`verification.stage_selectors.records`)."""
+    every selector's T̂ (:func:`verification.stage_selectors.records`).  Seeds
+    ``seed_offset`` … ``seed_offset + seeds − 1`` (records number them 0 … seeds − 1);
+    ``extra(config, c, seed, index)``, if given, returns more picks ``{name: T̂}`` for the run ``c``
+    (e.g. cross-validation: :mod:`verification.selection_stages_nn_cv`)."""
     small, large, picks = [], [], []
     for s in range(seeds):
-        c = stage_curves(config, s, **kw)
+        c = stage_curves(config, seed_offset + s, **kw)
         small.append(c["test"].mean(1))
         if "large" in c:   # client i's large-test accuracy weighted by its own test size
             w = np.asarray(c["test_sizes"], dtype=np.float64)
             large.append(c["large"] @ w / w.sum())
-        picks.append(_picks(c))
+        picks.append({**_picks(c), **(extra(config, c, seed_offset + s, s) if extra else {})})
     scored = {}
     for scoring, acc in (("small", small), ("large", large)):
         if not acc:
@@ -218,7 +221,8 @@ def run_config(config: dict, *, seeds: int = SEEDS, **kw) -> dict:
         best, close, recs = sel_.records(1.0 - acc, picks, config=config, relative=False)
         scored[scoring] = {"accuracy": acc.tolist(), "best_t": best, "near_best": close,
                            "records": recs}
-    out = {"config": config, **scored["small"], "inputs": [p["_inputs"] for p in picks]}
+    out = {"config": config, **scored["small"], "inputs": [p["_inputs"] for p in picks],
+           "seed_offset": seed_offset}
     if "large" in scored:
         out["large"] = scored["large"]
     return out

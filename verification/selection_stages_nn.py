@@ -44,6 +44,9 @@ The **best T** of a configuration maximises the seed-averaged accuracy under the
 * ``val_loss_1se`` — the one-SE rule on the per-sample validation cross-entropies;
 * ``paper_T4`` — the paper's T = 4.
 
+Cross-validated versions of ``validation`` / ``val_loss`` (5 folds, 4 more PPFE runs per
+seed): :mod:`verification.selection_stages_nn_cv`.
+
 Loss of T̂: accuracy points (best T's seed-mean accuracy minus T̂'s, under the scoring).  The
 per-seed oracle (``oracle_seed``, :func:`verification.stage_selectors.records`) is scored
 under the same scoring.  ``python -m verification.selection_stages_nn [--full] [--seeds S]``.

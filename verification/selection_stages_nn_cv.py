@@ -19,7 +19,7 @@ from the paper):
   ``val_cv_loss`` = argmin over T of the summed cross-entropy, ``val_cv`` = argmax of the
   summed correct counts (:func:`cv_picks`; smallest T on ties).
 
-**Protocol (fixed 2026-11-24 22:27 UTC, commit 0e30642, before any CV result was computed).**  Candidates:
+**Protocol (fixed and committed 2026-11-24 22:27 UTC, before any CV result was computed).**  Candidates:
 ``val_cv_loss``, ``val_loss``, ``paper_T4``, ``bound`` (``val_cv`` is reported, not a
 candidate).  Halves of the 9 configurations (:func:`config_halves`): a checkerboard on the
 grid — dev when index(permuted) + index(size range) is even (5 configurations: permuted 0 and

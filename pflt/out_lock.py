@@ -53,12 +53,20 @@ def _owner(path: Path) -> dict:
         return {}
 
 
-@contextlib.contextmanager
-def out_lock(out: str | Path) -> Iterator[Path]:
-    """Hold ``OUT/.lock`` for the duration of the block (see module docstring)."""
+def check_out_dir(out: str | Path) -> Path:
+    """``out`` as a :class:`Path`; a :class:`~pflt.cli.UserError` if it exists and is not a
+    directory (the same one-line message for every command that writes into ``--out``,
+    instead of ``OUT: File exists`` from ``mkdir``)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
+    return out
+
+
+@contextlib.contextmanager
+def out_lock(out: str | Path) -> Iterator[Path]:
+    """Hold ``OUT/.lock`` for the duration of the block (see module docstring)."""
+    out = check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / LOCK_NAME
     for _ in range(2):

@@ -97,6 +97,9 @@ def plot(runs_by_group: list[Group], metrics: list[str], path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pflt.out_lock import check_out_dir
+
+    out = check_out_dir(args.out)
     runs: list[Run] = [load_run(p) for p in expand_run_dirs(args.runs)]
     patterns = args.metric or [None]
     metrics: list[str] = []
@@ -106,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("the runs have no scalar metric to compare (empty histories?)")
     groups = group_runs(runs)
     rows = table_rows(groups, metrics)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "compare.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

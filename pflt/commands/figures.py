@@ -41,6 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paper_figures import driver
+    from pflt.out_lock import check_out_dir
     from pfl_theory.threads import set_torch_threads
 
     set_torch_threads()
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
             print(name if callable(target) else f"{name}  (import failed: {target})")
         print(f"{len(found)} figure module(s)")
         return 0
+    check_out_dir(args.out)
     if args.verify_results is not None:
         import os
 

@@ -50,6 +50,8 @@ def run(args) -> int:
     except ImportError:
         raise UserError(INSTALL_HINT) from None
     options = opts.resolve(args)
+    from pflt.out_lock import check_out_dir
+    check_out_dir(options["out"])
     from algorithms.checkpoint import load_checkpoint
     from algorithms.models import build_model
     from algorithms.flower.local import simulate

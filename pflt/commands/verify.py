@@ -70,6 +70,7 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.threads import set_torch_threads
+    from pflt.out_lock import check_out_dir
     from verification import runner
 
     set_torch_threads()
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--seeds must be >= 1, got {args.seeds}")
     if args.list:
         return list_checks(args.only, args.kind)
+    check_out_dir(args.out)
     suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
                                   seeds=args.seeds, out_dir=args.out,
                                   progress=not args.no_progress)

@@ -200,3 +200,25 @@ def test_without_the_handler_a_closed_stdout_is_an_error_line(monkeypatch, capsy
     monkeypatch.setattr(cli, "_anticipated", lambda exc: isinstance(exc, OSError))
     assert main(["list"]) == 2
     assert capsys.readouterr().err == "pflt list: error: [Errno 32] Broken pipe\n"
+
+
+OUT_IS_A_FILE = [
+    ["verify", "--quick", "--only", "pfedme.beta_extrapolation", "--no-progress"],
+    ["figures", "--quick", "--only", "pfedme_rates", "--no-progress"],
+    ["compare", "RUN"],
+    ["flower-sim", *TINY],
+]
+
+
+@pytest.mark.parametrize("argv", OUT_IS_A_FILE, ids=[a[0] for a in OUT_IS_A_FILE])
+def test_out_that_is_a_file_is_named_as_such(argv, tmp_path, capsys):
+    """Every command writing into --out says what is wrong with a file there (it said
+    ``OUT: File exists`` from mkdir for verify, figures and compare), before any work."""
+    if argv[0] == "flower-sim":
+        pytest.importorskip("flwr")
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "file").write_text("x")
+    argv = [str(run) if a == "RUN" else a for a in argv]
+    _one_line_exit_2([*argv, "--out", str(tmp_path / "file")], capsys,
+                     "exists and is not a directory")

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -191,14 +192,16 @@ def choose(curve, se, rule: str) -> int:
 def validation_select_k(fed: Federation, model, hyperparameters: dict, *, k_max: int,
                         warmup_rounds: int = 3, rounds: int = 3, folds: int = 4,
                         cv: int = 1, seed: int = 0, split_seed: int | None = None,
-                        kmeans_restarts: int = 3) -> ValidationResult:
+                        kmeans_restarts: int = 3,
+                        progress: Callable[[int, int], None] | None = None) -> ValidationResult:
     """Held-out validation of K = 1 … ``k_max`` after short CGPFL runs (module docstring).
 
     ``hyperparameters``: CGPFL's (``num_contexts`` is set per K); ``seed`` the training seed,
     ``split_seed`` the seed of the fit/validation split (default ``seed``); ``cv`` how many
     of the ``folds`` serve in turn as the validation part (1: one hold-out; ``folds``: full
     cross-validation, every training sample validated once; the correct predictions are
-    summed over them, the cost grows ``cv``-fold)."""
+    summed over them, the cost grows ``cv``-fold).  ``progress(done, total)``, if given, is
+    called after each short run (``total = cv·k_max``: a long selection shows where it is)."""
     k_max = positive_int("k_max", k_max)
     if k_max > fed.num_clients:
         raise ValueError(f"k_max must be <= N = {fed.num_clients}, got {k_max}")
@@ -235,6 +238,8 @@ def validation_select_k(fed: Federation, model, hyperparameters: dict, *, k_max:
             acc, ce = evaluate(model, alg.evaluated(s)["personalized"], split.test)
             correct[fold, k - 1] = acc.detach().cpu().double().numpy() * n_val
             loss[fold, k - 1] = ce.detach().cpu().double().numpy() * n_val  # summed per client
+            if progress is not None:
+                progress(fold * k_max + k, cv * k_max)
         seconds.append(time.perf_counter() - t0)
     return _result(correct, counts, tuple(warm), tuple(seconds), loss)
 

@@ -169,3 +169,15 @@ def test_choose_on_the_negated_loss_is_the_argmin_and_a_mutation_is_caught():
     assert r.pick("loss") == 3
     with pytest.raises(ValueError, match="no held-out loss"):
         ValidationResult(np.zeros(2), np.zeros(2), {}).pick("loss")
+
+
+def test_progress_is_reported_after_every_short_run(planted):
+    """``progress(done, total)`` after each (fold, K) run, so the CLI can show a bar for a
+    selection that takes minutes (N = 100: 4 × 50 short runs); the result is unchanged."""
+    fed, model = planted
+    calls = []
+    res = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, cv=2,
+                              seed=2, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, 6) for i in range(1, 7)]
+    plain = validation_select_k(fed, model, HP, k_max=3, warmup_rounds=1, rounds=1, cv=2, seed=2)
+    assert np.array_equal(res.curve, plain.curve) and res.k_hat == plain.k_hat

@@ -149,6 +149,20 @@ def test_from_run_validation_rebuilds_the_data(tmp_path, capsys):
     assert capsys.readouterr().out.count("<- K_hat") == 1
 
 
+def test_validation_states_its_cost_and_shows_progress(tmp_path, capsys):
+    # the default (4-fold CV, k_max = N/2) runs 4·(3 + 50·7) = 1412 CGPFL rounds at N = 100:
+    # the user is told the cost up front and sees a bar over the (fold, K) runs, on stderr
+    argv = _validation_run(tmp_path, capsys)
+    assert main([*argv, "--json"]) == 0
+    cap = capsys.readouterr()
+    json.loads(cap.out)                              # stdout stays pure JSON
+    assert "4 fold(s) × (1 warm-up + k_max 3 × 1) = 16 CGPFL rounds on N = 8" in cap.err
+    assert "12/12" in cap.err                        # the bar: 4 folds × 3 values of K
+    assert main([*argv, "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    assert "16 CGPFL rounds" in cap.err and "12/12" not in cap.err
+
+
 def test_validation_needs_the_run(tmp_path, capsys):
     np.save(tmp_path / "m.npy", np.zeros((4, 2)))
     assert main(["select-k", "--models", str(tmp_path / "m.npy"), "--validation"]) == 2

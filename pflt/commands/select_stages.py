@@ -148,5 +148,8 @@ def run(args: argparse.Namespace) -> int:
         mark = "  <- T*" if int(t) == sel.t_star else ""
         print(f"{int(t):>4} {b:>12.6g} {v:>12.6g} {f:>12.6g}{mark}")
     kind = "interior optimum" if sel.interior else "endpoint (kappa <= kappa_dagger ~ 3.134)"
+    if sel.interior and sel.t_star_continuous > args.t_max:
+        # the bound still decreases at t_max: T* = t_max is the edge of the grid, not a minimum
+        kind += f" beyond --t-max {args.t_max}: T* is the grid's edge, raise --t-max to reach it"
     print(f"T* = {sel.t_star}  (continuous {sel.t_star_continuous:.4g}, {kind})")
     return 0

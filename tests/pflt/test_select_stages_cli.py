@@ -96,3 +96,15 @@ def test_from_run_end_to_end(tmp_path, capsys):
     # the table form works on the same run
     assert main(["select-stages", "--from-run", str(run), "--t-max", "6"]) == 0
     assert "<- T*" in capsys.readouterr().out
+
+
+def test_an_optimum_beyond_t_max_is_said_to_be_the_grids_edge(capsys):
+    # γ = 0.1, κ₀ = 0.5, n = 200 (the README's example): the continuous optimum is T ≈ 127,
+    # so T* = 20 = t_max is where the grid stops, not where the bound is smallest
+    assert main(["select-stages", "--gamma", "0.1", "--kappa0", "0.5", "--n", "200"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("T* = 20 ") and "beyond --t-max 20" in last
+    assert main(["select-stages", "--gamma", "0.1", "--kappa0", "0.5", "--n", "200",
+                 "--t-max", "200"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("T* = 127 ") and "beyond" not in last

@@ -10,6 +10,7 @@ cannot be checked from here); the message says which file to delete.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -51,6 +52,20 @@ def _owner(path: Path) -> dict:
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def out_dir(text: str) -> str:
+    """argparse ``type`` of every ``--out``: an empty string (``--out "$UNSET"``) is refused
+    instead of silently meaning the current directory."""
+    if not str(text).strip():
+        raise argparse.ArgumentTypeError("empty output directory (it would write into the "
+                                         "current directory); give a directory name")
+    return str(text)
+
+
+def out_path(text: str) -> Path:
+    """:func:`out_dir` as a :class:`Path`."""
+    return Path(out_dir(text))
 
 
 def check_out_dir(out: str | Path) -> Path:

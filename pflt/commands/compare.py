@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pflt.aggregate import (Group, Run, expand_run_dirs, format_mean_sd, group_runs,
                             load_run, metric_names)
+from pflt.out_lock import out_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="directories written by pflt run")
     p.add_argument("--metric", action="append", default=None, metavar="M",
                    help="metric name or glob (repeatable; default: every *_accuracy, *_loss)")
-    p.add_argument("--out", type=Path, default=Path("compare_out"),
+    p.add_argument("--out", type=out_path, default=Path("compare_out"),
                    help="output directory (default compare_out)")
     p.set_defaults(func=run)
 

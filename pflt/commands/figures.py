@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from pflt.cli import UserError
+from pflt.out_lock import out_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--only", metavar="NAME", action="append", default=None,
                    help="run only figure modules whose name matches this glob; repeat or "
                    "separate by commas for several")
-    p.add_argument("--out", metavar="DIR", type=Path, default=Path("figures_out"),
+    p.add_argument("--out", metavar="DIR", type=out_path, default=Path("figures_out"),
                    help="output directory (default: figures_out)")
     p.add_argument("--quick", action="store_true",
                    help="tiny problem sizes (seconds per figure), for smoke tests")

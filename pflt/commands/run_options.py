@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pflt.cli import UserError
+from pflt.out_lock import out_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,7 +99,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
                         "the data stay fixed while --seed varies, as in the papers)")
     g.add_argument("--eval-every", type=int, default=1, help="evaluate every k rounds")
     g.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every k rounds")
-    g.add_argument("--out", default="runs/latest", help="output directory (default runs/latest)")
+    g.add_argument("--out", type=out_dir, default="runs/latest", help="output directory (default runs/latest)")
     g.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     g.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="float type")
     g.add_argument("--threads", type=int, default=None,
@@ -312,6 +313,8 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     from pflt.commands.run_checks import INT_MAX, check_options
 
     check_options(values)
+    if not values.get("resume"):   # a saved run was checked when it started
+        check_data_options(values)
     for k, v in given.items():
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_MAX:
             raise UserError(f"--{k.replace('_', '-')} {v} is too large (at most {INT_MAX})")
@@ -327,6 +330,31 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
                         f"{','.join(map(str, hidden))}")
     cls(**given)  # validate hyper-parameters before any data is generated
     return values
+
+
+#: data options that only some --data / --partition use (the others ignore them)
+LABEL_SKEW_ONLY = ("classes_per_client", "class_assignment", "replace", "size_range")
+SYNTHETIC_ONLY = ("synthetic_alpha", "synthetic_beta")
+
+
+def check_data_options(values: dict[str, Any]) -> None:
+    """A data option set (command line or config) to a non-default value that the chosen
+    ``--data``/``--partition`` would ignore is an error, as ``--hidden`` with ``--model mlr``:
+    the run would otherwise record e.g. ``partition = "dirichlet"`` for synthetic data it
+    drew without any partition."""
+    defaults = {dest: action.default for dest, action in _actions().items()}
+    if str(values["data"]) in ("synthetic", "synthetic-iid"):
+        unused = ("partition", *LABEL_SKEW_ONLY, "dirichlet_alpha")
+        where = f"--data {values['data']} (they partition real data: digits, mnist5k, mnist:DIR …)"
+    else:
+        unused = SYNTHETIC_ONLY + (() if values["partition"] == "label-skew" else LABEL_SKEW_ONLY)
+        unused += () if values["partition"] == "dirichlet" else ("dirichlet_alpha",)
+        where = f"--data {values['data']} --partition {values['partition']}"
+    given = [k for k in unused if values.get(k) != defaults.get(k)
+             and not (k == "size_range" and values.get(k) is None)]
+    if given:
+        raise UserError(f"option(s) {', '.join('--' + k.replace('_', '-') for k in given)} "
+                        f"do not apply to {where}")
 
 
 def saved(options: dict[str, Any]) -> dict[str, Any]:

@@ -36,13 +36,14 @@ import sys
 from pathlib import Path
 
 from pflt.cli import UserError
+from pflt.out_lock import out_dir
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run a grid of configurations (resumable, summary CSV)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", help="TOML file: base options plus a [sweep] table of lists")
-    p.add_argument("--out", default="runs/sweep", help="output directory (default runs/sweep)")
+    p.add_argument("--out", type=out_dir, default="runs/sweep", help="output directory (default runs/sweep)")
     p.add_argument("--no-progress", action="store_true", help="no per-run progress bars")
     p.set_defaults(func=run)
 

@@ -21,6 +21,7 @@ import argparse
 from pathlib import Path
 
 from pflt.cli import UserError
+from pflt.out_lock import out_path
 
 from verification.registry import KINDS
 
@@ -43,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", metavar="N", type=int, default=1,
                    help="run every check with seeds 0..N-1 and aggregate (worst verdict "
                    "wins); default 1")
-    p.add_argument("--out", metavar="DIR", type=Path, default=Path("verify_out"),
+    p.add_argument("--out", metavar="DIR", type=out_path, default=Path("verify_out"),
                    help="output directory for report.md, results.json and figures "
                    "(default: verify_out)")
     p.add_argument("--list", action="store_true",

@@ -51,6 +51,13 @@ RUN_ERRORS = [
     (["--data", "digits", "--clients", "2000"], "cannot feed"),
     (["--size-range", "10", "5", "--data", "digits"], "LO <= HI"),
     (["--synthetic-beta", "1e308"], "NaN or inf"),
+    # data options the chosen data would ignore (they were silently recorded as given)
+    (["--partition", "dirichlet"], "--partition do not apply to --data synthetic"),
+    (["--dirichlet-alpha", "0.1", "--data", "synthetic-iid"], "--dirichlet-alpha do not apply"),
+    (["--data", "digits", "--synthetic-alpha", "1"], "--synthetic-alpha do not apply"),
+    (["--data", "digits", "--partition", "dirichlet", "--size-range", "5", "9"],
+     "--size-range do not apply to --data digits --partition dirichlet"),
+    (["--data", "digits", "--dirichlet-alpha", "0.1"], "--dirichlet-alpha do not apply"),
 ]
 
 
@@ -74,6 +81,7 @@ TOML_ERRORS = [
     ("bogus = 1", "unknown key"),
     ("[hyperparameters]\nnope = 1", "'nope in [hyperparameters]'"),
     ("rounds = [", "not valid TOML"),
+    ('partition = "dirichlet"', "do not apply to --data synthetic"),
 ]
 
 
@@ -222,3 +230,32 @@ def test_out_that_is_a_file_is_named_as_such(argv, tmp_path, capsys):
     argv = [str(run) if a == "RUN" else a for a in argv]
     _one_line_exit_2([*argv, "--out", str(tmp_path / "file")], capsys,
                      "exists and is not a directory")
+
+
+def test_data_options_that_apply_are_accepted(tmp_path):
+    # the counterpart of the "do not apply" errors: each option with the data it partitions
+    base = ["run", "--data", "digits", "--clients", "10", "--rounds", "1", "--no-progress"]
+    assert main([*base, "--partition", "dirichlet", "--dirichlet-alpha", "0.1",
+                 "--out", str(tmp_path / "d")]) == 0
+    assert main([*base, "--size-range", "5", "9", "--classes-per-client", "3",
+                 "--out", str(tmp_path / "l")]) == 0
+    assert main(["run", *TINY, "--synthetic-alpha", "1", "--partition", "label-skew",
+                 "--out", str(tmp_path / "s")]) == 0      # defaults may be repeated
+
+
+EMPTY_OUT = [["run", *TINY], ["sweep", "S.toml"], ["verify", "--quick"],
+             ["figures", "--quick"], ["compare", "RUN"], ["flower-sim", *TINY]]
+
+
+@pytest.mark.parametrize("argv", EMPTY_OUT, ids=[a[0] for a in EMPTY_OUT])
+def test_empty_out_is_refused_not_the_current_directory(argv, tmp_path, capsys, monkeypatch):
+    """``--out ""`` (an unset shell variable) wrote into the current directory."""
+    monkeypatch.chdir(tmp_path)
+    argv = [{"S.toml": str(tmp_path / "s.toml"), "RUN": str(tmp_path)}.get(a, a) for a in argv]
+    _one_line_exit_2([*argv, "--out", ""], capsys, "empty output directory")
+    assert list(tmp_path.iterdir()) == []
+    if argv[0] == "run":                  # the same from a config file
+        (tmp_path / "c.toml").write_text('out = ""\n')
+        _one_line_exit_2([*argv, "--config", str(tmp_path / "c.toml")], capsys,
+                         "empty output directory")
+        assert [p.name for p in tmp_path.iterdir()] == ["c.toml"]

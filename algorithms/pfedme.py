@@ -73,7 +73,8 @@ class PFedMe(Algorithm):
     batch_size: int = batch_size_hp()
     beta: float = hp(1.0, "server mixing β: w ← (1−β)w + β·mean (β=1: averaging)", check=positive,
                      symbol="β")
-    clients_per_round: int = hp(10, "clients S aggregated per round (all clients train)",
+    clients_per_round: int = hp(10, "clients S aggregated per round (all clients train "
+                                "unless train_clients='sampled')",
                                 check=positive_int, symbol="S")
     aggregation: str = hp("uniform", "'uniform' (paper) or 'weighted' by samples (public code)",
                           check=one_of("uniform", "weighted"), symbol="—")

@@ -344,3 +344,13 @@ def test_sampled_training_client_by_client_equals_the_engine():
     for name, params in a.models.items():
         for k, v in params.items():
             torch.testing.assert_close(b.models[name][k], v, rtol=0, atol=1e-12)
+
+
+def test_help_of_s_does_not_contradict_train_clients():
+    """``pflt run --algorithm pfedme --help`` said S's clients are aggregated while "all
+    clients train" — false with ``train_clients='sampled'`` (only the S train)."""
+    import dataclasses
+
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(PFedMe)}
+    assert "train_clients='sampled'" in helps["clients_per_round"]
+    assert "sampled" in helps["train_clients"]

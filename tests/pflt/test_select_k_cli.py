@@ -230,3 +230,33 @@ def test_criterion_bad_value_and_misuse(tmp_path, capsys):
     argv = _validation_run(tmp_path, capsys)
     assert main([*argv, "--val-cv", "5"]) == 2       # more than the 4 folds
     assert "--val-cv must lie in [1, --val-folds = 4]" in capsys.readouterr().err
+
+
+def test_validation_k_max_defaults_to_the_benchmark_grid_and_flags_the_edge(tmp_path, capsys):
+    # --validation's default k_max is min(N // 2, 10) (N = 24 here: 10, not 12), and a K̂ on
+    # the last K searched while larger K exist is flagged on stderr and in --json
+    from pflt.commands.select_k import VALIDATION_K_CAP
+
+    out = tmp_path / "run"
+    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", "24",
+                 "--rounds", "1", "--max-client-size", "20", "--no-progress",
+                 "--local-rounds", "1", "--inner-steps", "1"]) == 0
+    capsys.readouterr()
+    argv = ["select-k", "--from-run", str(out), "--validation", "--val-warmup", "1",
+            "--val-rounds", "1", "--val-cv", "1", "--restarts", "1", "--no-progress", "--json"]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert VALIDATION_K_CAP == 10 and res["inputs"]["k_max"] == 10 and res["ks"][-1] == 10
+    assert res["at_grid_edge"] == (res["k_hat"] == 10)
+    # a grid of K = 1, 2 whose K̂ is forced onto the edge by the loss curve's argmin at 2 or
+    # not: the flag follows exactly "K̂ == k_max < N // 2"
+    assert main([*argv, "--k-max", "2"]) == 0
+    cap = capsys.readouterr()
+    two = json.loads(cap.out)
+    assert two["at_grid_edge"] == (two["k_hat"] == 2)
+    assert ("largest K searched" in cap.err) == two["at_grid_edge"]
+    assert main([*argv, "--k-max", "1"]) == 0           # K̂ = 1 = k_max < 12: always flagged
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["at_grid_edge"] is True and "rerun with a larger --k-max" in cap.err
+    assert main([*argv, "--k-max", "12"]) == 0          # N // 2: nothing beyond, never flagged
+    assert json.loads(capsys.readouterr().out)["at_grid_edge"] is False

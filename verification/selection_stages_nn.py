@@ -72,6 +72,7 @@ from synthetic.permuted_labels import LARGE_TEST, permuted_label_federation, per
 from verification import stage_selectors as sel_
 
 __all__ = ["NN_SELECTORS", "SCORINGS", "quick_configs", "full_configs", "holdout", "evaluate",
+           "stage_ensembles",
            "stage_curves", "loss_pick", "run_config", "run_nn_benchmark", "summarise_nn"]
 
 NN_SELECTORS = ("bound", "bound_run", "validation", "validation_1se", "val_loss", "val_loss_1se",
@@ -136,6 +137,28 @@ def _per_client(values: np.ndarray, split: Split) -> np.ndarray:
     return np.add.reduceat(values, split.offsets.cpu().numpy()) / split.counts.cpu().numpy()
 
 
+def stage_ensembles(fed, seed: int, *, rounds_per_stage: int = ROUNDS_PER_STAGE,
+                    num_clients: int = 20, t_max: int = T_MAX):
+    """Train PPFE (the benchmark's MLP, schedule and init ``seed``) on ``fed`` and yield, at the
+    end of each stage T = 1 … t_max, ``(model, members, alphas, stats)``: the T-stage ensemble
+    with the running stage's provisional α (as PPFE's diagnostics compute it) and that stage's
+    statistics (weighted training errors ``eps``).  The one training loop of the neural stage
+    benchmarks (this module and :mod:`verification.selection_stages_nn_cv`)."""
+    model = MLP(20, 10, hidden=(32, 32, 16))
+    alg = get_algorithm("ppfe")(total_rounds=rounds_per_stage * t_max, stages=t_max,
+                                stage_fractions=",".join(["1"] * t_max), lr=0.1, batch_size=10,
+                                clients_per_round=num_clients // 2)
+    state = alg.init(fed, model, seed)
+    for _ in range(rounds_per_stage * t_max):
+        state = alg.round(state, fed, model)
+        if state.round % rounds_per_stage == 0:
+            members, s = alg.ensemble_members(state)
+            stats = alg._statistics(state, fed, model, members[-1])
+            alphas = state.tensors["alphas"].clone()
+            alphas[s] = stats["alpha"].to(alphas.dtype)   # provisional α, as diagnostics does
+            yield model, members, alphas[:s + 1], stats
+
+
 def stage_curves(config: dict, seed: int, *, rounds_per_stage: int = ROUNDS_PER_STAGE,
                  num_clients: int = 20, t_max: int = T_MAX, large_test: int = LARGE_TEST) -> dict:
     """One PPFE run (module docstring): per T = 1 … t_max the ensemble's per-sample 0-1
@@ -148,28 +171,17 @@ def stage_curves(config: dict, seed: int, *, rounds_per_stage: int = ROUNDS_PER_
     big = (permuted_label_large_test(per_client=large_test, **gen, device="cpu",
                                      dtype=torch.float32) if large_test else None)
     fed, val = holdout(fed0, VAL_FRACTION, seed)
-    model = MLP(20, 10, hidden=(32, 32, 16))
-    alg = get_algorithm("ppfe")(total_rounds=rounds_per_stage * t_max, stages=t_max,
-                                stage_fractions=",".join(["1"] * t_max), lr=0.1, batch_size=10,
-                                clients_per_round=num_clients // 2)
-    state = alg.init(fed, model, seed)
     out = {"test": [], "val": [], "val_nll": [], "train": [], "large": [], "eps": []}
-    for r in range(rounds_per_stage * t_max):
-        state = alg.round(state, fed, model)
-        if state.round % rounds_per_stage == 0:
-            members, s = alg.ensemble_members(state)
-            stats = alg._statistics(state, fed, model, members[-1])
-            alphas = state.tensors["alphas"].clone()
-            alphas[s] = stats["alpha"].to(alphas.dtype)   # provisional α, as diagnostics does
-            a = alphas[:s + 1]
-            out["test"].append(evaluate(model, members, a, fed.test)[0])
-            correct, nll = evaluate(model, members, a, val)
-            out["val"].append(correct)
-            out["val_nll"].append(nll)
-            out["train"].append(evaluate(model, members, a, fed.train)[0])
-            if big is not None:
-                out["large"].append(_per_client(evaluate(model, members, a, big)[0], big))
-            out["eps"].append(float(stats["eps"].mean()))
+    for model, members, a, stats in stage_ensembles(fed, seed, rounds_per_stage=rounds_per_stage,
+                                                    num_clients=num_clients, t_max=t_max):
+        out["test"].append(evaluate(model, members, a, fed.test)[0])
+        correct, nll = evaluate(model, members, a, val)
+        out["val"].append(correct)
+        out["val_nll"].append(nll)
+        out["train"].append(evaluate(model, members, a, fed.train)[0])
+        if big is not None:
+            out["large"].append(_per_client(evaluate(model, members, a, big)[0], big))
+        out["eps"].append(float(stats["eps"].mean()))
     curves = {k: np.stack(v) for k, v in out.items() if k != "eps" and v}
     return {**curves, "eps": out["eps"], "sizes": fed.train.counts.tolist(),
             "test_sizes": fed.test.counts.tolist(), "num_classes": fed.num_classes}

@@ -45,8 +45,6 @@ import time
 import numpy as np
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.models import MLP
 from synthetic.federation import Federation, Split
 from synthetic.permuted_labels import permuted_label_federation
 from verification import selection_stages_nn as nn
@@ -102,22 +100,12 @@ def fold_curves(config: dict, seed: int, fold: int, *, folds: int = FOLDS,
     gen = dict(num_clients=num_clients, seed=seed, **nn.GENERATOR, **config)
     fed0 = permuted_label_federation(**gen, device="cpu", dtype=torch.float32)
     fed, held = kfold(fed0, folds, seed)[fold]
-    model = MLP(20, 10, hidden=(32, 32, 16))
-    alg = get_algorithm("ppfe")(total_rounds=rounds_per_stage * t_max, stages=t_max,
-                                stage_fractions=",".join(["1"] * t_max), lr=0.1, batch_size=10,
-                                clients_per_round=num_clients // 2)
-    state = alg.init(fed, model, seed)
     correct, nll = [], []
-    for _ in range(rounds_per_stage * t_max):
-        state = alg.round(state, fed, model)
-        if state.round % rounds_per_stage == 0:
-            members, s = alg.ensemble_members(state)
-            stats = alg._statistics(state, fed, model, members[-1])
-            alphas = state.tensors["alphas"].clone()
-            alphas[s] = stats["alpha"].to(alphas.dtype)   # as stage_curves
-            c, l = nn.evaluate(model, members, alphas[:s + 1], held)
-            correct.append(c)
-            nll.append(l)
+    for model, members, alphas, _ in nn.stage_ensembles(fed, seed, rounds_per_stage=rounds_per_stage,
+                                                        num_clients=num_clients, t_max=t_max):
+        c, l = nn.evaluate(model, members, alphas, held)
+        correct.append(c)
+        nll.append(l)
     return np.stack(correct), np.stack(nll)
 
 

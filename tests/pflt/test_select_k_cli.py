@@ -132,13 +132,7 @@ def test_wrong_shapes(tmp_path, capsys):
 def test_from_run_validation_rebuilds_the_data(tmp_path, capsys):
     # --validation needs no checkpoint: run_options.json rebuilds the federation; the run's
     # cgpfl hyper-parameters are used
-    out = tmp_path / "run"
-    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", "8",
-                 "--rounds", "1", "--max-client-size", "30", "--no-progress",
-                 "--local-rounds", "2", "--inner-steps", "1"]) == 0
-    capsys.readouterr()
-    argv = ["select-k", "--from-run", str(out), "--validation", "--val-warmup", "1",
-            "--val-rounds", "1", "--k-max", "3", "--restarts", "2"]
+    argv = _validation_run(tmp_path, capsys)
     assert main([*argv, "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["method"] == "validation" and res["ks"] == [1, 2, 3]
@@ -171,11 +165,11 @@ def test_validation_needs_the_run(tmp_path, capsys):
     assert "run_options.json" in capsys.readouterr().err
 
 
-def _validation_run(tmp_path, capsys):
+def _validation_run(tmp_path, capsys, clients=8, size=30, local_rounds=2):
     out = tmp_path / "run"
-    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", "8",
-                 "--rounds", "1", "--max-client-size", "30", "--no-progress",
-                 "--local-rounds", "2", "--inner-steps", "1"]) == 0
+    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", str(clients),
+                 "--rounds", "1", "--max-client-size", str(size), "--no-progress",
+                 "--local-rounds", str(local_rounds), "--inner-steps", "1"]) == 0
     capsys.readouterr()
     return ["select-k", "--from-run", str(out), "--validation", "--val-warmup", "1",
             "--val-rounds", "1", "--k-max", "3", "--restarts", "2"]
@@ -237,13 +231,8 @@ def test_validation_k_max_defaults_to_the_benchmark_grid_and_flags_the_edge(tmp_
     # the last K searched while larger K exist is flagged on stderr and in --json
     from pflt.commands.select_k import VALIDATION_K_CAP
 
-    out = tmp_path / "run"
-    assert main(["run", "--algorithm", "cgpfl", "--out", str(out), "--clients", "24",
-                 "--rounds", "1", "--max-client-size", "20", "--no-progress",
-                 "--local-rounds", "1", "--inner-steps", "1"]) == 0
-    capsys.readouterr()
-    argv = ["select-k", "--from-run", str(out), "--validation", "--val-warmup", "1",
-            "--val-rounds", "1", "--val-cv", "1", "--restarts", "1", "--no-progress", "--json"]
+    run = _validation_run(tmp_path, capsys, clients=24, size=20, local_rounds=1)
+    argv = [*run[:-4], "--val-cv", "1", "--restarts", "1", "--no-progress", "--json"]
     assert main(argv) == 0
     res = json.loads(capsys.readouterr().out)
     assert VALIDATION_K_CAP == 10 and res["inputs"]["k_max"] == 10 and res["ks"][-1] == 10

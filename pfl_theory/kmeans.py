@@ -97,14 +97,26 @@ def _export(labels: torch.Tensor, centers: torch.Tensor, out_kind: Any) -> tuple
 
 
 _DIFF_LIMIT = 2_000_000  # R*N*k*d up to which distances are computed from differences
+_BLOCK = 1 << 18  # elements of one block of differences (2 MiB in float64: stays in cache)
 
 
 def _sq_dists(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """``[R, N, k]`` squared distances: from differences (exact, no BLAS threads) for small
     problems, else by the expansion |x|^2 - 2 x.c + |c|^2 (clamped >= 0) with one matmul."""
     r, k, d = c.shape
-    if r * x.shape[0] * k * d <= _DIFF_LIMIT:
-        return ((x[None, :, None, :] - c[:, None, :, :]) ** 2).sum(-1)
+    n = x.shape[0]
+    if r * n * k * d <= _DIFF_LIMIT:
+        # Row blocks of <= _BLOCK differences (cache-sized, no page faults): the same
+        # subtraction, product and last-dim sum per element as the one-shot
+        # ``((x - c) ** 2).sum(-1)`` (``t * t`` is ``t ** 2`` exactly), so the same bits
+        # (tests/pfl_theory/test_kmeans_blocked.py compares with the one-shot formula).
+        out = torch.empty(r, n, k, dtype=torch.promote_types(x.dtype, c.dtype), device=x.device)
+        rows = max(1, _BLOCK // (r * k * d))
+        for a in range(0, n, rows):
+            t = x[None, a:a + rows, None, :] - c[:, None, :, :]
+            t.mul_(t)
+            out[:, a:a + rows] = t.sum(-1)
+        return out
     xx = (x * x).sum(-1)[None, :, None]
     cc = (c * c).sum(-1)[:, None, :]
     xc = (x @ c.reshape(r * k, d).T).reshape(x.shape[0], r, k).permute(1, 0, 2)
@@ -127,7 +139,8 @@ def _objective(x: torch.Tensor, w: torch.Tensor, c: torch.Tensor, labels: torch.
 def _exact_inertia(x: torch.Tensor, w: torch.Tensor, c: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Per-restart objective computed from differences (no expansion), shape ``[R]``."""
     if c.shape[0] * x.shape[0] * x.shape[1] <= _EXACT_LIMIT:  # one vectorised op
-        own = torch.gather(c, 1, labels[..., None].expand(-1, -1, c.shape[2]))  # [R, N, d]
+        rows = torch.arange(c.shape[0], device=c.device)[:, None]
+        own = c[rows, labels]  # [R, N, d], the same copies as a gather along dim 1, faster
         return (((x[None] - own) ** 2).sum(-1) * w).sum(1)
     return torch.stack([(((x - c[r][labels[r]]) ** 2).sum(-1) * w).sum() for r in range(c.shape[0])])
 
@@ -180,7 +193,7 @@ def _lloyd_batched(x, w, c, max_iter: int):
     """Lloyd from centres ``c`` [R, k, d]; returns labels [R, N], centres, n_iter, history [it, R]."""
     k = c.shape[1]
     wx = w[:, None] * x
-    labels = None
+    labels = buf = None
     history = []
     n_iter = 0
     for _ in range(max_iter):
@@ -196,7 +209,14 @@ def _lloyd_batched(x, w, c, max_iter: int):
         mass.scatter_add_(1, labels, w.expand_as(labels))  # [R, k] weighted counts
         onehot = torch.nn.functional.one_hot(labels, k).to(x.dtype)  # [R, N, k]
         if c.numel() * x.shape[0] <= _DIFF_LIMIT:  # small: elementwise, no BLAS threads
-            sums = (onehot[..., None] * wx[None, :, None, :]).sum(1)
+            # one restart at a time in a reused buffer: the same products and the same
+            # sum over N as ``(onehot[..., None] * wx[None, :, None, :]).sum(1)`` (same bits)
+            buf = torch.empty(x.shape[0], k, x.shape[1], dtype=x.dtype, device=x.device) \
+                if buf is None else buf
+            sums = torch.empty_like(c)
+            for r in range(c.shape[0]):
+                torch.mul(onehot[r, :, :, None], wx[:, None, :], out=buf)
+                sums[r] = buf.sum(0)
         else:  # large: one matmul [R*k, N] @ [N, d]
             sums = (onehot.transpose(1, 2).reshape(-1, x.shape[0]) @ wx).reshape(c.shape)
         c = torch.where(mass[..., None] > 0, sums / mass.clamp_min(1e-300)[..., None], c)

@@ -98,29 +98,36 @@ def _export(labels: torch.Tensor, centers: torch.Tensor, out_kind: Any) -> tuple
 
 _DIFF_LIMIT = 2_000_000  # R*N*k*d up to which distances are computed from differences
 _BLOCK = 1 << 18  # elements of one block of differences (2 MiB in float64: stays in cache)
+_PAIRWISE_LIMIT = 4_000_000  # N^2 up to which k-means++ may precompute all pairwise distances
 
 
 def _sq_dists(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """``[R, N, k]`` squared distances: from differences (exact, no BLAS threads) for small
     problems, else by the expansion |x|^2 - 2 x.c + |c|^2 (clamped >= 0) with one matmul."""
     r, k, d = c.shape
-    n = x.shape[0]
-    if r * n * k * d <= _DIFF_LIMIT:
-        # Row blocks of <= _BLOCK differences (cache-sized, no page faults): the same
-        # subtraction, product and last-dim sum per element as the one-shot
-        # ``((x - c) ** 2).sum(-1)`` (``t * t`` is ``t ** 2`` exactly), so the same bits
-        # (tests/pfl_theory/test_kmeans_blocked.py compares with the one-shot formula).
-        out = torch.empty(r, n, k, dtype=torch.promote_types(x.dtype, c.dtype), device=x.device)
-        rows = max(1, _BLOCK // (r * k * d))
-        for a in range(0, n, rows):
-            t = x[None, a:a + rows, None, :] - c[:, None, :, :]
-            t.mul_(t)
-            out[:, a:a + rows] = t.sum(-1)
-        return out
+    if r * x.shape[0] * k * d <= _DIFF_LIMIT:
+        return _diff_sq_dists(x, c)
     xx = (x * x).sum(-1)[None, :, None]
     cc = (c * c).sum(-1)[:, None, :]
     xc = (x @ c.reshape(r * k, d).T).reshape(x.shape[0], r, k).permute(1, 0, 2)
     return (xx - 2.0 * xc + cc).clamp_min_(0.0)
+
+
+def _diff_sq_dists(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """``[R, N, k]`` squared distances from differences, ``((x - c) ** 2).sum(-1)``."""
+    r, k, d = c.shape
+    n = x.shape[0]
+    # Row blocks of <= _BLOCK differences (cache-sized: no page faults, one pass over
+    # memory): per element the same subtraction, product (``t * t`` is ``t ** 2`` exactly)
+    # and contiguous last-dim sum as the one-shot ``((x - c) ** 2).sum(-1)``, so the same
+    # bits (tests/pfl_theory/test_kmeans_blocked.py compares the two).
+    out = torch.empty(r, n, k, dtype=torch.promote_types(x.dtype, c.dtype), device=x.device)
+    rows = max(1, _BLOCK // (r * k * d))
+    for a in range(0, n, rows):
+        t = x[None, a:a + rows, None, :] - c[:, None, :, :]
+        t.mul_(t)
+        out[:, a:a + rows] = t.sum(-1)
+    return out
 
 
 _EXACT_LIMIT = 4_000_000  # R*N*d above which the per-iteration history uses the expansion
@@ -157,14 +164,28 @@ def _kmeanspp(x: torch.Tensor, w: torch.Tensor, k: int, restarts: int, rng: np.r
         idx = torch.searchsorted(cdf, (uj * cdf[:, -1])[:, None].contiguous(), right=True)
         return idx[:, 0].clamp_max(n - 1)
 
+    # Distances to the R centres drawn in a step: ``_sq_dists(x, x[idx][:, None, :])``.  When
+    # that is the difference path and the k-1 steps would compute more distances than all
+    # N^2 pairs (R(k-1) > N), the pairs are computed once (by the same differences, hence
+    # the same bits) and each step reads R rows of them.
+    pairwise = None
+    if (1 < k and n < restarts * (k - 1) and n * n <= _PAIRWISE_LIMIT
+            and restarts * n * x.shape[1] <= _DIFF_LIMIT):
+        pairwise = _diff_sq_dists(x, x[None])[0]  # [N, N]
+
+    def to_centres(idx: torch.Tensor) -> torch.Tensor:
+        if pairwise is not None:
+            return pairwise[idx]
+        return _sq_dists(x, x[idx][:, None, :])[..., 0]
+
     idx = draw(w.expand(restarts, n), u[:, 0])
     chosen = [idx]
-    d2 = _sq_dists(x, x[idx][:, None, :])[..., 0]
+    d2 = to_centres(idx)
     d2[rows, idx] = 0.0
     for j in range(1, k):
         idx = draw(w * d2, u[:, j])
         chosen.append(idx)
-        d2 = torch.minimum(d2, _sq_dists(x, x[idx][:, None, :])[..., 0])
+        d2 = torch.minimum(d2, to_centres(idx))
         d2[rows, idx] = 0.0
     return x[torch.stack(chosen, 1)]  # [R, k, d]
 

@@ -352,7 +352,15 @@ def match_clusters(old_centers: Any, new_centers: Any) -> np.ndarray:
                          f"{old.shape} and {new.shape}")
     if not (np.all(np.isfinite(old)) and np.all(np.isfinite(new))):
         raise ValueError("centers contain NaN or inf")
-    cost = ((old[:, None, :] - new[None, :, :]) ** 2).sum(-1)
+    # [k, k] squared distances in row blocks of <= _BLOCK differences (numpy sums each
+    # contiguous row alone, so the same bits as the one-shot ``((old - new) ** 2).sum(-1)``)
+    k, d = old.shape
+    cost = np.empty((k, k))
+    rows = max(1, _BLOCK // (k * d))
+    for a in range(0, k, rows):
+        t = old[a:a + rows, None, :] - new[None, :, :]
+        np.multiply(t, t, out=t)
+        cost[a:a + rows] = t.sum(-1)
     rows, cols = linear_sum_assignment(cost)
     perm = np.empty(old.shape[0], dtype=np.int64)
     perm[rows] = cols

@@ -235,3 +235,19 @@ def test_oracle_detects_last_bit_changes():
         changed = _with({**_REFERENCE, **mutation}, lambda: km.kmeans(x, 5, restarts=3, seed=1))
         with pytest.raises(AssertionError):
             _assert_same(changed, ref)
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, 50])
+def test_match_clusters_cost_same_bits(k, monkeypatch):
+    """The blocked Hungarian cost matrix equals the one-shot one bit for bit (checked by
+    capturing what linear_sum_assignment receives), with one-row blocks too."""
+    rng = np.random.default_rng(k)
+    old, new = rng.normal(size=(k, 61)) * 3, rng.normal(size=(k, 61)) * 3
+    seen = []
+    real = km.linear_sum_assignment
+    monkeypatch.setattr(km, "linear_sum_assignment", lambda c: seen.append(c.copy()) or real(c))
+    for block in (km._BLOCK, 1):
+        monkeypatch.setattr(km, "_BLOCK", block)
+        km.match_clusters(old, new)
+    one_shot = ((old[:, None, :] - new[None, :, :]) ** 2).sum(-1)
+    assert all(c.tobytes() == one_shot.tobytes() for c in seen) and len(seen) == 2

@@ -19,6 +19,12 @@ Objective (the CGPFL lower level of eq. (2) times N when all weights are 1)::
   restarts·N·k·d ≤ 2·10⁶; above that by the expansion ``|x|^2 - 2x.c + |c|^2`` with one
   matmul (then monotone up to float64 rounding of the expansion).  Small CPU problems run
   with one torch thread (see ``_serial_if_small``).
+* Cost: the differences are formed in cache-sized row blocks (``_BLOCK``), Lloyd's small-path
+  centre sums one restart at a time, and k-means++ reads the N² pairwise distances computed
+  once when its R(k−1) steps would compute more; each is the same arithmetic per element as
+  the one-shot formula, so the results are bit-identical to it
+  (tests/pfl_theory/test_kmeans_blocked.py; CGPFL round at N = 100, d = 610, R = 3:
+  benchmarks/bench_cgpfl.py --contexts).
 * Empty clusters: if a cluster receives no point during Lloyd, it is re-seeded with the
   point of largest weighted distance to its centre taken from a cluster with at least two
   points (the objective strictly decreases by that point's contribution).  If no point has

@@ -133,6 +133,19 @@ def test_same_bits_at_several_k(k, diff_limit, monkeypatch):
         _assert_same(*_both(x, k, restarts=restarts, seed=k))
 
 
+@pytest.mark.parametrize("k", [3, 12, 45])   # 45: the pairwise table too
+def test_same_bits_with_two_torch_threads(k):
+    """``pflt select-k`` runs at torch's default threads (2 here): above the serial size the
+    blocks are reduced by a parallel kernel, which must not change the bits either."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x = np.random.default_rng(k).normal(size=(120, 700))   # R*N*k*d > 2e6 for k >= 12
+        _assert_same(*_both(x, k, restarts=3, seed=k))
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_pairwise_table_is_used_when_cheaper(monkeypatch):
     """The k-means++ table of all N^2 distances is built exactly when R(k-1) > N (so the
     tests above exercise it), and not above _PAIRWISE_LIMIT."""

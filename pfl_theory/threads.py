@@ -3,7 +3,7 @@
 Small batched kernels (the engine's per-client matrices, the theory checks) are *slower*
 with several threads when the cores are shared: on a busy 2-core machine a tiny ``bmm``
 took 10–40× longer with 2 torch threads than with 1.  The experiment commands
-(``pflt verify``, ``pflt figures``) therefore default to one thread; ``PFLT_THREADS``
+(``pflt verify``, ``pflt figures``, ``pflt select-k``) therefore default to one thread; ``PFLT_THREADS``
 overrides that, and ``pflt run --threads N`` sets it for a run.
 
 ``pflt run``'s default (:func:`run_threads`) was chosen from ``benchmarks/bench_engine.py``

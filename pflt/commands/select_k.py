@@ -293,7 +293,12 @@ def _run_validation(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.cgpfl import select_k
     from pfl_theory.cgpfl_selection import bic_curve
+    from pfl_theory.threads import set_torch_threads
 
+    # one torch thread unless PFLT_THREADS says otherwise, as pflt run / verify / figures: the
+    # short CGPFL runs of --validation are small kernels that stall at two threads on a shared
+    # machine (pfl_theory/threads.py)
+    set_torch_threads()
     check_inputs(args)
     if args.criterion is not None and not args.validation:
         raise UserError("--criterion chooses the validation criterion: it needs --validation "

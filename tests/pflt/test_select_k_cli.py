@@ -249,3 +249,21 @@ def test_validation_k_max_defaults_to_the_benchmark_grid_and_flags_the_edge(tmp_
     assert json.loads(cap.out)["at_grid_edge"] is True and "rerun with a larger --k-max" in cap.err
     assert main([*argv, "--k-max", "12"]) == 0          # N // 2: nothing beyond, never flagged
     assert json.loads(capsys.readouterr().out)["at_grid_edge"] is False
+
+
+def test_select_k_runs_on_one_torch_thread_unless_told(monkeypatch, capsys):
+    # as pflt run / verify / figures: PFLT_THREADS or one thread (pfl_theory.threads)
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.delenv("PFLT_THREADS", raising=False)
+        assert main(["select-k", "--planted", "10,3,4", "--json"]) == 0
+        assert torch.get_num_threads() == 1
+        monkeypatch.setenv("PFLT_THREADS", "2")
+        assert main(["select-k", "--planted", "10,3,4", "--json"]) == 0
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    capsys.readouterr()

@@ -63,7 +63,9 @@ import torch
 
 from algorithms.base import get_algorithm
 from algorithms.models import MLP
-from algorithms.ppfe_ensemble import client_of, ensemble_scores, per_sample_logits
+from algorithms.ppfe_ensemble import per_sample_logits  # noqa: F401  (used by the tests)
+from algorithms.ppfe_stage_validation import evaluate  # noqa: F401  (re-exported)
+from algorithms.ppfe_stage_validation import stage_ensembles as _stage_ensembles
 from pfl_theory.ppfe_bounds import GAMMA_MAX, kappa0_from_ingredients, select_stages, stage_edge
 from pfl_theory.ppfe_covering import harmonic_mean_size
 from pfl_theory.threads import set_torch_threads, single_blas_thread
@@ -119,19 +121,6 @@ def holdout(fed: Federation, fraction: float, seed: int) -> tuple[Federation, Sp
     return Federation(split(keep), fed.test, fed.num_classes, fed.name), split(held)
 
 
-def evaluate(model, members, alphas, split) -> tuple[np.ndarray, np.ndarray]:
-    """Per sample of ``split``: the ensemble's 0-1 correctness (eq. 8 with softmax outputs,
-    argmax) and its cross-entropy −log H̄(x)_y, H̄ = the α-mixture of the stages' softmax
-    outputs normalised to sum 1 (as :func:`algorithms.ppfe_ensemble.ensemble_accuracy`'s
-    ``loss``); both float64 ``[M]``."""
-    logits = [per_sample_logits(model, p, split) for p in members]
-    mix = ensemble_scores(logits, alphas, client_of(split), "probs")
-    correct = (mix.argmax(-1) == split.y).cpu().numpy().astype(np.float64)
-    mix = mix / mix.sum(-1, keepdim=True)
-    nll = -torch.log(mix.gather(1, split.y[:, None]).squeeze(1).clamp_min(1e-300))
-    return correct, nll.cpu().numpy()
-
-
 def _per_client(values: np.ndarray, split: Split) -> np.ndarray:
     """Per-client means ``[N]`` of flat per-sample ``values``."""
     return np.add.reduceat(values, split.offsets.cpu().numpy()) / split.counts.cpu().numpy()
@@ -142,21 +131,16 @@ def stage_ensembles(fed, seed: int, *, rounds_per_stage: int = ROUNDS_PER_STAGE,
     """Train PPFE (the benchmark's MLP, schedule and init ``seed``) on ``fed`` and yield, at the
     end of each stage T = 1 … t_max, ``(model, members, alphas, stats)``: the T-stage ensemble
     with the running stage's provisional α (as PPFE's diagnostics compute it) and that stage's
-    statistics (weighted training errors ``eps``).  The one training loop of the neural stage
-    benchmarks (this module and :mod:`verification.selection_stages_nn_cv`)."""
+    statistics (weighted training errors ``eps``).  The benchmark's MLP and hyper-parameters
+    around :func:`algorithms.ppfe_stage_validation.stage_ensembles`, the one training loop of
+    the neural stage benchmarks (this module and :mod:`verification.selection_stages_nn_cv`)
+    and of ``pflt select-stages --validation``."""
     model = MLP(20, 10, hidden=(32, 32, 16))
     alg = get_algorithm("ppfe")(total_rounds=rounds_per_stage * t_max, stages=t_max,
                                 stage_fractions=",".join(["1"] * t_max), lr=0.1, batch_size=10,
                                 clients_per_round=num_clients // 2)
-    state = alg.init(fed, model, seed)
-    for _ in range(rounds_per_stage * t_max):
-        state = alg.round(state, fed, model)
-        if state.round % rounds_per_stage == 0:
-            members, s = alg.ensemble_members(state)
-            stats = alg._statistics(state, fed, model, members[-1])
-            alphas = state.tensors["alphas"].clone()
-            alphas[s] = stats["alpha"].to(alphas.dtype)   # provisional α, as diagnostics does
-            yield model, members, alphas[:s + 1], stats
+    for members, alphas, stats in _stage_ensembles(alg, fed, model, seed):
+        yield model, members, alphas, stats
 
 
 def stage_curves(config: dict, seed: int, *, rounds_per_stage: int = ROUNDS_PER_STAGE,

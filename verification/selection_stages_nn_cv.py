@@ -45,7 +45,7 @@ import time
 import numpy as np
 import torch
 
-from synthetic.federation import Federation, Split
+from algorithms.ppfe_stage_validation import kfold  # noqa: F401  (re-exported)
 from synthetic.permuted_labels import permuted_label_federation
 from verification import selection_stages_nn as nn
 from verification import stage_selectors as sel_
@@ -58,34 +58,6 @@ CV_SELECTORS = ("val_cv", "val_cv_loss")
 CANDIDATES = ("val_cv_loss", "val_loss", "paper_T4", "bound")
 SIZES = ((10, 30), (20, 60), (60, 150))
 PERMUTED = (0.0, 0.5, 1.0)
-
-
-def _split(x: torch.Tensor, y: torch.Tensor, parts: list[np.ndarray], device) -> Split:
-    idx = torch.as_tensor(np.concatenate(parts), device=device)
-    cnt = torch.tensor([len(p) for p in parts], device=device)
-    return Split(x[idx], y[idx], torch.cumsum(cnt, 0) - cnt, cnt)
-
-
-def kfold(fed: Federation, folds: int, seed: int) -> list[tuple[Federation, Split]]:
-    """Per fold j: ``(federation trained on the other folds, fold j)``; client i's training
-    rows permuted by ``numpy.random.default_rng(seed)`` (one permutation per client, in client
-    order, as :func:`verification.selection_stages_nn.holdout`) and cut by ``np.array_split``
-    into ``folds`` parts, each sorted.  Needs ≥ ``folds`` ≥ 2 training samples per client."""
-    if not isinstance(folds, int) or folds < 2:
-        raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
-    rng = np.random.default_rng(seed)
-    chunks = []
-    for o, c in zip(fed.train.offsets.tolist(), fed.train.counts.tolist()):
-        if c < folds:
-            raise ValueError(f"{folds} folds need >= {folds} training samples per client, got {c}")
-        chunks.append([np.sort(p) for p in np.array_split(o + rng.permutation(c), folds)])
-    out = []
-    for j in range(folds):
-        keep = [np.sort(np.concatenate(ch[:j] + ch[j + 1:])) for ch in chunks]
-        rest = Federation(_split(fed.train.x, fed.train.y, keep, fed.device), fed.test,
-                          fed.num_classes, fed.name)
-        out.append((rest, _split(fed.train.x, fed.train.y, [ch[j] for ch in chunks], fed.device)))
-    return out
 
 
 def fold_curves(config: dict, seed: int, fold: int, *, folds: int = FOLDS,

@@ -88,11 +88,13 @@ def run_history(path: Path) -> list[dict]:
     return entries
 
 
-def run_federation(path: Path, *, dtype=None):
-    """``(federation, model, CGPFL hyper-parameters, description)`` rebuilt from the run's
+def run_federation(path: Path, *, dtype=None, algorithm: str = "cgpfl"):
+    """``(federation, model, hyper-parameters, description)`` rebuilt from the run's
     ``run_options.json`` (the data, split and model of the run, on the CPU).  The
-    hyper-parameters are the run's own when it trained ``cgpfl`` or ``cgpfl-heur`` (its
-    ``hp_*`` options), else CGPFL's defaults."""
+    hyper-parameters of ``algorithm`` (``cgpfl``: CGPFL's, without ``num_contexts``; ``ppfe``:
+    PPFE's) are the run's own when it trained that algorithm (for CGPFL: ``cgpfl`` or
+    ``cgpfl-heur``; its ``hp_*`` options), else the algorithm's defaults (``{}``).  The
+    description has the run's ``algorithm`` and training ``seed``."""
     import torch
 
     from algorithms.base import get_algorithm, hyperparameters
@@ -111,11 +113,14 @@ def run_federation(path: Path, *, dtype=None):
                             l2=options.get("l2", 0.0))
     except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
         raise UserError(f"--from-run: cannot rebuild the run's data from {f}: {exc}") from None
-    names = {fl.name for fl in hyperparameters(get_algorithm("cgpfl"))} - {"num_contexts"}
+    names = {fl.name for fl in hyperparameters(get_algorithm(algorithm))} - {"num_contexts"}
+    same = ("cgpfl", "cgpfl-heur") if algorithm == "cgpfl" else (algorithm,)
     hp = {}
-    if options.get("algorithm") in ("cgpfl", "cgpfl-heur"):
+    if options.get("algorithm") in same:
         hp = {k[3:]: v for k, v in options.items()
               if k.startswith("hp_") and v is not None and k[3:] in names}
     info = {"source": str(f), "algorithm": options.get("algorithm"), "clients": fed.num_clients,
-            "hyperparameters": hp or "CGPFL defaults"}
+            "hyperparameters": hp or f"{algorithm.upper()} defaults"}
+    if algorithm != "cgpfl":
+        info["seed"] = options.get("seed", 0)
     return fed, model, hp, info

@@ -17,6 +17,22 @@ for comparison only, not for choosing T).
 The benchmarks :mod:`verification.selection_stages` (linear) and
 :mod:`verification.selection_stages_nn` (MLP; ``bound_run`` = these inputs) compare the
 bound's choice with the empirically best T: it is not a reliable selector (docs/selection.md).
+
+``--from-run DIR --validation`` (a ``pflt run --algorithm ppfe`` directory) instead measures T
+by cross-validation, the selector the neural benchmark found best (``val_cv_loss`` of
+``verification.selection_stages_nn_cv``; docs/selection.md): the federation, model and the
+run's PPFE hyper-parameters (stages = t_max, the run's rounds per stage ``total_rounds`` ×
+``stage_fractions``; rounds the run made beyond ``total_rounds`` are not replayed) are rebuilt
+from ``DIR/run_options.json``; each client's training data are cut into ``--val-folds`` seeded
+folds (``--seed``, default 0); for each of the first ``--val-cv`` folds (default all) PPFE is
+trained on the other folds (init seed = the run's ``--seed``) and every T-stage ensemble
+(T = 1 … t_max, the prefix of the t_max run) is scored on the held-out fold; the per-sample
+cross-entropies and correct counts are summed over the folds
+(:func:`algorithms.ppfe_stage_validation.stage_validation`) and T̂ = argmin of the held-out
+loss (smallest T on ties).  Cost: val-cv × total_rounds PPFE rounds on (F − 1)/F of the data,
+printed on stderr before the runs, with a progress bar per fold (``--no-progress``).  Prints
+the table T / held-out loss / held-out accuracy with ``<- T_hat``, or with ``--json``
+``{t_hat, ts, loss_curve, accuracy_curve, inputs}``.
 """
 
 from __future__ import annotations
@@ -54,6 +70,21 @@ def add_parser(subparsers) -> None:
                    "federation, else 2)")
     p.add_argument("--t-max", type=int, default=20, help="largest number of stages considered (default 20)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    p.add_argument("--validation", action="store_true",
+                   help="with --from-run DIR of a `pflt run --algorithm ppfe`: choose T by "
+                   "cross-validated held-out cross-entropy (PPFE retrained on the other folds "
+                   "of each client's training data; the recommended selector for neural PPFE, "
+                   "docs/selection.md) instead of the bound")
+    p.add_argument("--val-folds", type=int, default=5,
+                   help="--validation: folds per client's training data (default 5)")
+    p.add_argument("--val-cv", type=int, default=None,
+                   help="--validation: how many folds serve in turn as the held-out part "
+                   "(default val-folds: full cross-validation; 1: one hold-out, 1/val-folds "
+                   "of the cost)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="--validation: seed of the fold split (default 0)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="--validation: no progress bar (the cost line is still printed)")
     p.set_defaults(func=run)
 
 
@@ -113,6 +144,11 @@ def run(args: argparse.Namespace) -> int:
     from pflt.cli import UserError
 
     import math
+
+    if args.validation:
+        from pflt.commands._stage_validation import run_validation
+
+        return run_validation(args)
 
     for name in ("kappa0", "loss_bound", "coef_bound", "eps_alpha", "n", "gamma"):
         v = getattr(args, name, None)

@@ -29,7 +29,7 @@ import torch
 from algorithms.ppfe_ensemble import client_of, ensemble_scores, per_sample_logits
 from synthetic.federation import Federation, Split
 
-__all__ = ["kfold", "evaluate", "stage_ensembles", "fold_scores", "stage_validation",
+__all__ = ["kfold", "evaluate", "stage_ensembles", "fold_scores", "pick_t", "stage_validation",
            "StageValidation"]
 
 
@@ -104,6 +104,14 @@ def fold_scores(alg, fed_rest, held: Split, model, seed: int) -> tuple[np.ndarra
     return np.stack(correct), np.stack(nll)
 
 
+def pick_t(loss_curve) -> int:
+    """T̂ = 1 + argmin over T of the held-out loss curve ``[t_max]`` (smallest T on ties)."""
+    loss = np.asarray(loss_curve, dtype=np.float64)
+    if loss.ndim != 1 or loss.size < 1 or not np.all(np.isfinite(loss)):
+        raise ValueError(f"the loss curve must be a finite [t_max >= 1] array, got {loss!r}")
+    return int(np.argmin(loss)) + 1
+
+
 @dataclass
 class StageValidation:
     """Summed held-out scores per T: ``loss_curve`` (Σ cross-entropy / held-out samples),
@@ -134,5 +142,5 @@ def stage_validation(alg, fed: Federation, model, *, folds: int = 5, cv: int | N
     nll = np.concatenate([p[1] for p in parts], 1)
     loss = nll.mean(1)
     return StageValidation(ts=np.arange(1, loss.shape[0] + 1), loss_curve=loss,
-                           accuracy_curve=correct.mean(1), t_hat=int(np.argmin(loss)) + 1,
+                           accuracy_curve=correct.mean(1), t_hat=pick_t(loss),
                            samples=int(nll.shape[1]), per_fold=parts)

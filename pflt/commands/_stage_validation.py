@@ -51,6 +51,10 @@ def run_validation(args: argparse.Namespace) -> int:
         schedule = alg.schedule(model)
     except (TypeError, ValueError) as exc:
         raise UserError(f"--validation: the run's PPFE hyper-parameters are invalid: {exc}") from None
+    smallest = int(fed.train.counts.min())
+    if smallest < args.val_folds:
+        raise UserError(f"--val-folds {args.val_folds}: every client needs >= {args.val_folds} "
+                        f"training samples, the smallest has {smallest}")
     t_max = len(schedule)
     total = args.val_cv * alg.total_rounds
     # the cost up front (stderr, so --json stays parseable)

@@ -4,6 +4,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from pflt.cli import main
 
@@ -108,3 +109,98 @@ def test_an_optimum_beyond_t_max_is_said_to_be_the_grids_edge(capsys):
                  "--t-max", "200"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("T* = 127 ") and "beyond" not in last
+
+
+# ---- --validation: cross-validated held-out cross-entropy (algorithms.ppfe_stage_validation)
+
+TINY_PPFE = ["--model", "mlp", "--hidden", "8,8", "--data", "synthetic", "--clients", "4",
+             "--rounds", "6", "--total-rounds", "6", "--stages", "3", "--stage-fractions",
+             "1,1,1", "--clients-per-round", "2", "--batch-size", "5", "--local-rounds", "2",
+             "--head-steps", "2", "--max-client-size", "40", "--device", "cpu", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def ppfe_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("ppfe") / "run"
+    assert main(["run", "--algorithm", "ppfe", *TINY_PPFE, "--seed", "3", "--out", str(run)]) == 0
+    return run
+
+
+def test_validation_json_is_the_direct_cross_validation(ppfe_run, capsys):
+    from algorithms.base import get_algorithm
+    from algorithms.ppfe_stage_validation import stage_validation
+    from pflt.commands._run_dir import run_federation
+
+    capsys.readouterr()
+    assert main(["select-stages", "--from-run", str(ppfe_run), "--validation", "--val-folds", "4",
+                 "--val-cv", "2", "--seed", "5", "--json", "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    assert "2 fold(s) × 6 PPFE rounds" in cap.err            # the cost, up front on stderr
+    assert set(out) >= {"t_hat", "ts", "loss_curve", "accuracy_curve", "inputs"}
+    inputs = out["inputs"]
+    assert (inputs["folds"], inputs["cv"], inputs["seed"], inputs["init_seed"]) == (4, 2, 5, 3)
+    assert inputs["t_max"] == 3 and inputs["rounds_per_stage"] == [2, 2, 2]
+    assert inputs["hyperparameters"]["stages"] == 3 and inputs["source"].endswith("run_options.json")
+    assert out["ts"] == [1, 2, 3]
+    loss = np.array(out["loss_curve"])
+    assert len(set(loss.tolist())) == 3                       # distinct: argmin ≠ argmax
+    assert out["t_hat"] == int(np.argmin(loss)) + 1
+    # the same numbers through the shared function, on the federation rebuilt from the run
+    fed, model, hp, _ = run_federation(ppfe_run, algorithm="ppfe")
+    res = stage_validation(get_algorithm("ppfe")(**hp), fed, model, folds=4, cv=2, seed=5,
+                           init_seed=3)
+    np.testing.assert_array_equal(loss, res.loss_curve)       # JSON floats round-trip exactly
+    np.testing.assert_array_equal(out["accuracy_curve"], res.accuracy_curve)
+    assert all(0 <= a <= 1 for a in out["accuracy_curve"]) and np.all(loss > 0)
+
+
+def test_validation_table_marks_the_argmin(ppfe_run, capsys):
+    capsys.readouterr()
+    assert main(["select-stages", "--from-run", str(ppfe_run), "--validation", "--val-cv", "1",
+                 "--no-progress"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = [ln.split() for ln in lines if ln.split() and ln.split()[0].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    loss = [float(r[1]) for r in rows]
+    marked = [int(r[0]) for r in rows if "<-" in r]
+    assert marked == [int(np.argmin(loss)) + 1]
+    assert lines[-1].startswith(f"T_hat = {marked[0]} ")
+
+
+def test_validation_argmax_mutation_is_caught(ppfe_run, capsys, monkeypatch):
+    """The JSON check t_hat = argmin of the curve fails when the pick is the argmax."""
+    import algorithms.ppfe_stage_validation as sv
+
+    monkeypatch.setattr(sv, "pick_t", lambda curve: int(np.argmax(curve)) + 1)
+    capsys.readouterr()
+    assert main(["select-stages", "--from-run", str(ppfe_run), "--validation", "--val-cv", "1",
+                 "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["t_hat"] != int(np.argmin(out["loss_curve"])) + 1
+
+
+def test_validation_errors(ppfe_run, tmp_path, capsys):
+    def err(*argv):
+        assert main(["select-stages", *argv]) == 2
+        text = capsys.readouterr().err.strip()
+        assert len(text.splitlines()) == 1, text
+        return text
+
+    capsys.readouterr()
+    assert "--from-run DIR" in err("--validation")
+    assert "no run directory" in err("--from-run", str(tmp_path / "nope"), "--validation")
+    assert "--val-folds must lie in [2, 100]" in err("--from-run", str(ppfe_run), "--validation",
+                                                    "--val-folds", "1")
+    assert "--val-cv must lie in [1, --val-folds = 5]" in err(
+        "--from-run", str(ppfe_run), "--validation", "--val-cv", "6")
+    assert "--val-cv must lie" in err("--from-run", str(ppfe_run), "--validation", "--val-cv", "0")
+    assert "the smallest has 30" in err("--from-run", str(ppfe_run), "--validation",
+                                                "--val-folds", "100", "--no-progress")
+    fedavg = tmp_path / "fedavg"
+    assert main(["run", "--algorithm", "fedavg", "--model", "mlp", "--hidden", "8", "--data",
+                 "synthetic", "--clients", "4", "--rounds", "1", "--clients-per-round", "2",
+                 "--max-client-size", "40", "--device", "cpu",
+                 "--no-progress", "--out", str(fedavg)]) == 0
+    capsys.readouterr()
+    assert "not PPFE" in err("--from-run", str(fedavg), "--validation")

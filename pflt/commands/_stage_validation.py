@@ -13,8 +13,7 @@ import json
 import sys
 
 from pflt.cli import UserError
-
-MAX_FOLDS = 100
+from pflt.commands._validation_cli import check_fold_options, progress_bar
 
 
 def check_validation_args(args: argparse.Namespace) -> None:
@@ -22,13 +21,7 @@ def check_validation_args(args: argparse.Namespace) -> None:
     if args.from_run is None:
         raise UserError("--validation needs the clients' data: pass --from-run DIR (a `pflt run "
                         "--algorithm ppfe --out DIR` directory)")
-    if not 2 <= args.val_folds <= MAX_FOLDS:
-        raise UserError(f"--val-folds must lie in [2, {MAX_FOLDS}], got {args.val_folds}")
-    if args.val_cv is None:
-        args.val_cv = args.val_folds
-    if not 1 <= args.val_cv <= args.val_folds:
-        raise UserError(f"--val-cv must lie in [1, --val-folds = {args.val_folds}], got "
-                        f"{args.val_cv}")
+    check_fold_options(args)
     if not 0 <= args.seed <= 2**32 - 1:
         raise UserError(f"--seed must lie in [0, 2**32 - 1], got {args.seed}")
 
@@ -62,21 +55,14 @@ def run_validation(args: argparse.Namespace) -> int:
           f"(t_max {t_max} stages, rounds per stage {schedule}) = {total} rounds on N = "
           f"{fed.num_clients} clients, {args.val_folds - 1}/{args.val_folds} of the data each "
           "(--val-cv 1 makes it cheaper)", file=sys.stderr)
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=args.val_cv, desc="select-stages (fold)", unit="fold",
-               disable=args.no_progress, file=sys.stderr)
-
-    def progress(done: int, _total: int) -> None:
-        bar.update(done - bar.n)
-
     try:
-        res = stage_validation(alg, fed, model, folds=args.val_folds, cv=args.val_cv,
-                               seed=args.seed, init_seed=int(info["seed"]), progress=progress)
+        with progress_bar(args.val_cv, "select-stages (fold)", "fold",
+                          disable=args.no_progress) as progress:
+            res = stage_validation(alg, fed, model, folds=args.val_folds, cv=args.val_cv,
+                                   seed=args.seed, init_seed=int(info["seed"]),
+                                   progress=progress)
     except ValueError as exc:
         raise UserError(f"--validation: {exc}") from None
-    finally:
-        bar.close()
     inputs = {"folds": args.val_folds, "cv": args.val_cv, "seed": args.seed,
               "init_seed": int(info["seed"]), "t_max": t_max, "rounds_per_stage": schedule,
               "held_out_samples": res.samples, "hyperparameters": info["hyperparameters"],

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from pflt.cli import UserError
+from pflt.commands._validation_cli import add_fold_options, check_fold_options, progress_bar
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
 CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.cgpfl_validation.CRITERIA)
@@ -105,14 +106,8 @@ def add_parser(subparsers) -> None:
                    help="--validation: K = 1 warm-up rounds shared by every K (default 3)")
     p.add_argument("--val-rounds", type=int, default=7,
                    help="--validation: CGPFL rounds per K after the warm-up (default 7)")
-    p.add_argument("--val-folds", type=int, default=4,
-                   help="--validation: 1/val-folds of each client's training data is held out "
-                   "(default 4)")
-    p.add_argument("--val-cv", type=int, default=None,
-                   help="--validation: how many of the val-folds serve in turn as the held-out "
-                   "part, the criterion summed over them (default val-folds: full "
-                   "cross-validation, the recommended selector; 1: one hold-out, 1/val-folds "
-                   "of the cost)")
+    add_fold_options(p, folds=4, folds_help="1/val-folds of each client's training data is "
+                     "held out")
     p.add_argument("--val-rule", default="max", choices=("max", "1se_small", "1se_large"),
                    help="--validation: 'max' = the best K of the criterion (argmax of the "
                    "accuracy, argmin of the loss; default) or the smallest / largest K within "
@@ -122,8 +117,6 @@ def add_parser(subparsers) -> None:
                    f"cross-entropy loss (argmin); default {DEFAULT_CRITERION!r} (the winner on the "
                    "selection benchmark's held-out half of cases, docs/selection.md)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
-    p.add_argument("--no-progress", action="store_true",
-                   help="--validation: no progress bar (the cost line is still printed)")
     p.set_defaults(func=run)
 
 
@@ -218,12 +211,7 @@ def _run_validation(args: argparse.Namespace) -> int:
         if not 1 <= getattr(args, name) <= 10_000:
             raise UserError(f"--{name.replace('_', '-')} must lie in [1, 10000], got "
                             f"{getattr(args, name)}")
-    if not 2 <= args.val_folds <= 100:
-        raise UserError(f"--val-folds must lie in [2, 100], got {args.val_folds}")
-    if args.val_cv is None:
-        args.val_cv = args.val_folds    # full CV: val_cv_loss, the benchmark's recommendation
-    if not 1 <= args.val_cv <= args.val_folds:
-        raise UserError(f"--val-cv must lie in [1, --val-folds = {args.val_folds}], got {args.val_cv}")
+    check_fold_options(args)    # --val-cv defaults to every fold: val_cv_loss, the recommendation
     fed, model, hp, info = run_federation(args.from_run)
     k_max = (args.k_max if args.k_max is not None
              else max(1, min(fed.num_clients // 2, VALIDATION_K_CAP)))
@@ -234,23 +222,15 @@ def _run_validation(args: argparse.Namespace) -> int:
           f"k_max {k_max} × {args.val_rounds}) = {total} CGPFL rounds on N = "
           f"{fed.num_clients} clients (--k-max, --val-cv 1 or --val-rounds make it cheaper)",
           file=sys.stderr)
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=args.val_cv * k_max, desc="select-k (fold, K)", unit="run",
-               disable=args.no_progress, file=sys.stderr)
-
-    def progress(done: int, _total: int) -> None:
-        bar.update(done - bar.n)
-
     try:
-        res = validation_select_k(fed, model, hp, k_max=k_max, warmup_rounds=args.val_warmup,
-                                  rounds=args.val_rounds, folds=args.val_folds,
-                                  cv=args.val_cv, seed=args.seed,
-                                  kmeans_restarts=min(args.restarts, 10), progress=progress)
+        with progress_bar(args.val_cv * k_max, "select-k (fold, K)", "run",
+                          disable=args.no_progress) as progress:
+            res = validation_select_k(fed, model, hp, k_max=k_max, warmup_rounds=args.val_warmup,
+                                      rounds=args.val_rounds, folds=args.val_folds,
+                                      cv=args.val_cv, seed=args.seed,
+                                      kmeans_restarts=min(args.restarts, 10), progress=progress)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    finally:
-        bar.close()
     crit = args.criterion
     k_hat = res.pick(crit, args.val_rule)
     # K̂ on the last K searched, with larger K possible: the criterion may still be improving

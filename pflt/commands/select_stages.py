@@ -42,6 +42,7 @@ import json
 from pathlib import Path
 
 from pfl_theory.ppfe_bounds import kappa0_from_ingredients, select_stages
+from pflt.commands._validation_cli import add_fold_options
 
 
 def add_parser(subparsers) -> None:
@@ -75,16 +76,9 @@ def add_parser(subparsers) -> None:
                    "cross-validated held-out cross-entropy (PPFE retrained on the other folds "
                    "of each client's training data; the recommended selector for neural PPFE, "
                    "docs/selection.md) instead of the bound")
-    p.add_argument("--val-folds", type=int, default=5,
-                   help="--validation: folds per client's training data (default 5)")
-    p.add_argument("--val-cv", type=int, default=None,
-                   help="--validation: how many folds serve in turn as the held-out part "
-                   "(default val-folds: full cross-validation; 1: one hold-out, 1/val-folds "
-                   "of the cost)")
+    add_fold_options(p, folds=5, folds_help="folds per client's training data")
     p.add_argument("--seed", type=int, default=0,
                    help="--validation: seed of the fold split (default 0)")
-    p.add_argument("--no-progress", action="store_true",
-                   help="--validation: no progress bar (the cost line is still printed)")
     p.set_defaults(func=run)
 
 

@@ -65,6 +65,7 @@ from algorithms.base import get_algorithm
 from algorithms.models import MLP
 from algorithms.ppfe_ensemble import per_sample_logits  # noqa: F401  (used by the tests)
 from algorithms.ppfe_stage_validation import evaluate  # noqa: F401  (re-exported)
+from algorithms.ppfe_stage_validation import pick_t
 from algorithms.ppfe_stage_validation import stage_ensembles as _stage_ensembles
 from pfl_theory.ppfe_bounds import GAMMA_MAX, kappa0_from_ingredients, select_stages, stage_edge
 from pfl_theory.ppfe_covering import harmonic_mean_size
@@ -176,7 +177,7 @@ def loss_pick(losses: np.ndarray) -> int:
     l = np.asarray(losses, dtype=np.float64)
     if l.ndim != 2 or l.shape[1] < 1 or not np.all(np.isfinite(l)):
         raise ValueError(f"losses must be a finite [t_max, M >= 1] array, got shape {l.shape}")
-    return int(np.argmin(l.mean(1))) + 1
+    return pick_t(l.mean(1))
 
 
 def _picks(c: dict) -> dict:

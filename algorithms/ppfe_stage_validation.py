@@ -13,7 +13,7 @@ PPFE: one run gives the whole curve T = 1 … t_max.
   scored on the held-out fold; the per-sample cross-entropies and correct counts are summed
   over the folds and T̂ = argmin of the summed loss (smallest T on ties).
 
-The neural stage benchmark (``verification.selection_stages_nn_cv``, selector
+The neural stage benchmark (``verification.selection.stages_nn_cv``, selector
 ``val_cv_loss``) measured this as the best stage selector for neural PPFE
 (docs/selection.md); ``pflt select-stages --from-run DIR --validation`` runs it on a run's
 federation and hyper-parameters.

@@ -38,7 +38,7 @@ import torch
 
 import algorithms.cgpfl as cg
 from algorithms.models import build_model
-from verification.experiments_cgpfl import cgpfl, planted_federation
+from verification.experiments.cgpfl import cgpfl, planted_federation
 
 
 def time_round(n: int, repeats: int) -> tuple[float, float]:

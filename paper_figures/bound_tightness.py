@@ -13,7 +13,7 @@ checks under ``out_dir`` or ``./verify_out``; without one the figure says how to
 and the CSV has no rows (``pflt verify --quick --kind bound --kind envelope --out
 verify_out``, then ``pflt figures --only bound_tightness --verify-results verify_out``).
 Grid data come from each result's ``extra``: ``grid``
-(``{"name", "values", "measured", "bound", "trivial"}``, verification/bound_grid.py) or, for
+(``{"name", "values", "measured", "bound", "trivial"}``, verification/core/bound_grid.py) or, for
 envelopes, ``measured``/``shape`` lists with the constant ``C`` (bound = C·shape) and the
 grid variable as the other list of equal length.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from verification.experiments_cgpfl import accuracy_vs_k
+from verification.experiments.cgpfl import accuracy_vs_k
 
 
 def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:

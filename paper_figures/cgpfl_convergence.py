@@ -10,7 +10,7 @@ O(1/√(KNRT)) means slope −1/2 in each.
 
 The title's verdict is the one ``pflt verify`` gives (check ``cgpfl.convergence_rate_T``):
 the claim "slope in T ≤ −1/2" tested on the tail T ≥ 16 (the first rounds re-cluster) with
-the same three-way rule (HOLDS / FAILS / INCONCLUSIVE, :func:`verification.verdicts.
+the same three-way rule (HOLDS / FAILS / INCONCLUSIVE, :func:`verification.core.verdicts.
 rate_three_way`).  At ``quick`` size there is no such tail, so the title says the claim is
 not tested rather than contradict the check.  Panel (c) is descriptive: the √(KNR) exponent
 belongs to an upper bound, not to one run (the bound itself is compared with measurement by
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from verification import experiments_cgpfl as ex
-from verification.fitting import fit_loglog
-from verification.verdicts import rate_three_way
+from verification.experiments import cgpfl as ex
+from verification.estimators.fitting import fit_loglog
+from verification.core.verdicts import rate_three_way
 
 #: the claim is tested on T >= TAIL_T only, as in the check cgpfl.convergence_rate_T
 TAIL_T = 16

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verification.experiments_cgpfl import MU, khat_trials
+from verification.experiments.cgpfl import MU, khat_trials
 
 MUS = (10, 30, 50, 100, 200, 400, 800, 1600)
 

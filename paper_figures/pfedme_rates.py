@@ -1,5 +1,5 @@
 """pFedMe theory vs measurement on the engine (docs/formulas.md §E.B7–9; pFedMe, NeurIPS 2020,
-Theorems 1–2).  Experiments: :mod:`verification.experiments_pfedme_quadratic`.  Three PNG + CSV pairs:
+Theorems 1–2).  Experiments: :mod:`verification.experiments.pfedme_quadratic`.  Three PNG + CSV pairs:
 
 * ``pfedme_rate_strongly_convex`` (Theorem 1(a), E.B7) — left: F(w̄_T) − F* vs T for
   noise-free QuadraticMean clients (λ = 4, exact prox, S = N) with the bound's initial term
@@ -27,8 +27,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
-from verification import experiments_pfedme_quadratic as ex  # noqa: E402
-from verification.fitting import fit_loglog  # noqa: E402
+from verification.experiments import pfedme_quadratic as ex  # noqa: E402
+from verification.estimators.fitting import fit_loglog  # noqa: E402
 
 
 #: Experiment sizes per mode (tests shrink these).

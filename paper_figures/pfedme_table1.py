@@ -1,7 +1,7 @@
 """pFedMe Table 1 (Synthetic column) reproduction: ours vs the paper.
 
 pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) Table 1; docs/formulas.md §B.7; experiment in
-:func:`verification.experiments_pfedme_table1.table1` (hyper-parameters and departures there).
+:func:`verification.experiments.pfedme_table1.table1` (hyper-parameters and departures there).
 Writes ``table1.md`` (ours mean ± std over seeds next to the paper's numbers, and whether
 the orderings PM > GM, PM > Per-FedAvg > FedAvg hold), ``table1.csv`` (per-seed values) and
 ``table1.png`` (bar chart).  ``quick``: 3 rounds, 1 seed, the small 20-client draw (a smoke
@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from verification import experiments_pfedme_table1 as ex  # noqa: E402
+from verification.experiments import pfedme_table1 as ex  # noqa: E402
 
 FULL_SEEDS = 2
 PAPER_ROWS = ("FedAvg", "Per-FedAvg", "pFedMe-GM", "pFedMe-PM")

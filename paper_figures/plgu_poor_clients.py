@@ -3,7 +3,7 @@ poorest clients on a label-skewed federation?
 
 PLGU — Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
 Learning?* (CVPR 2023); docs/formulas.md §D.5–D.9.  The setting (data, model, methods and
-their hyper-parameters) is :mod:`verification.experiments_plgu`'s.
+their hyper-parameters) is :mod:`verification.experiments.plgu`'s.
 Quick: N = 50, 40 rounds, one seed, D ∈ {0, 2, 4}; full: N = 100, 120 rounds, 3 seeds, D ∈ {0..4}.
 
 Writes
@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
-from verification.experiments_plgu import (  # noqa: E402,F401
+from verification.experiments.plgu import (  # noqa: E402,F401
     CAP, CLASSES, COMMON, DIM, METHODS, MLP, client_accuracy, federation, stats)
 
 

@@ -1,7 +1,7 @@
 """PPFE for neural networks vs the decoupling baselines, accuracy per stage and communication.
 
 The setting (federation, model, baselines, common hyper-parameters) is
-:mod:`verification.experiments_ppfe_nn`'s.
+:mod:`verification.experiments.ppfe_nn`'s.
 
 Left panel: test accuracy (sample-weighted) vs round — PPFE's ensemble (eq. 8) and its
 running stage model, each baseline's personalized model; stage boundaries dotted.
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from pfl_theory.ppfe_bounds import theorem7_terms
-from verification.experiments_ppfe_nn import BASELINES, run_all, setting, stage_ends, trajectory  # noqa: F401
+from verification.experiments.ppfe_nn import BASELINES, run_all, setting, stage_ends, trajectory  # noqa: F401
 
 DELTA = 0.05  # confidence δ of the plotted bound
 

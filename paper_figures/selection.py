@@ -1,17 +1,17 @@
 """Choosing CGPFL's K and PPFE's T: every selector against the empirical optimum (issue 16).
 
 CGPFL (Tang, Guo, Guo, IJCAI 2022), e(K) of eq. (11) (docs/formulas.md §A.9) beside the BIC
-and peer-validation selectors, on the planted federations of :mod:`verification.selection_k`;
+and peer-validation selectors, on the planted federations of :mod:`verification.selection.k_benchmark`;
 PPFE (Emrani et al. 2026) §5's bias–variance choice of T (§C.5.12) with inputs estimated from
 data, beside validation, cross-validation and the paper's T = 4, on the linear generator
-(:mod:`verification.selection_stages`).  Left: K̂ against the best K (jittered, one point per
+(:mod:`verification.selection.stages_linear`).  Left: K̂ against the best K (jittered, one point per
 case and seed, per selector).  Middle: for K, the fraction of records within ±1 of the strict
 best K, within ±1 of the noise-aware set of best K, and with ≤ 1 accuracy point lost, the best
 K measured on the benchmark's large per-client test sample (scoring ``large``).  Right: the
 same for T (≤ 1 % excess population risk).
 
 ``quick``: 4 cases / 2 configurations; otherwise the 8 ``medium_cases`` and the 30 stage
-configurations (the 60-case K grid: ``python -m verification.selection_k --full``).
+configurations (the 60-case K grid: ``python -m verification.selection.k_benchmark --full``).
 Writes ``selection.png`` and ``selection.csv`` (one row per record; ``what`` = ``K`` for the
 large-test scoring, ``K_small_test`` for the clients' own test data, ``T``).
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from paper_figures._io import write_csv
-from verification import selection_k as sk
-from verification import selection_k_cases as skc
-from verification import selection_stages as ss
+from verification.selection import k_benchmark as sk
+from verification.selection import k_cases as skc
+from verification.selection import stages_linear as ss
 
 
 def bar_rates(summary: dict[str, dict], what: str) -> dict[str, list[float]]:

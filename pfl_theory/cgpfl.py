@@ -326,7 +326,7 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
     ``"relative"`` takes the μ at which one context (K = 1) costs the whole loss range,
     μ·cost(1) = B = 1.  It is invariant to rescaling the models (θ → cθ leaves K̂ unchanged,
     as μ = λ + L/2 with L measured in the rescaled units would).  Measured against the
-    empirically best K in :mod:`verification.selection_k`.
+    empirically best K in :mod:`verification.selection.k_benchmark`.
 
     The clustering is :func:`pfl_theory.cgpfl_selection.cluster_path` (normalised units; best
     of ``restarts`` k-means++ seedings and a warm start from K−1, so the cost is

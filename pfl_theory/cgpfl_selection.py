@@ -4,7 +4,7 @@ Paper: Tang, Guo, Guo, *Personalized Federated Learning with Contextualized Gene
 (IJCAI 2022), CGPFL-Heur's e(K) (eq. 11, docs/formulas.md §A.9) — the criterion itself is
 :func:`pfl_theory.cgpfl.select_k`; this module holds what it is computed from and the
 alternative criteria compared with it on the selection benchmark
-(:mod:`verification.selection_k`).
+(:mod:`verification.selection.k_benchmark`).
 
 * :func:`cluster_path` — weighted k-means for K = 1 … k_max on the client models, computed
   **in normalised units**: the models are divided by their largest absolute entry, centred

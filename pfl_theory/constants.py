@@ -3,7 +3,7 @@
 Pure numpy (no engine): each function takes data or gradients and returns the constant a
 bound is evaluated with, *exactly* where a closed form exists and as a stated estimate
 otherwise.  Engine-needing estimators (sampled Hessians of a DNN, per-sample gradients of
-an engine model) are in :mod:`verification.estimators`.
+an engine model) are in :mod:`verification.estimators.federation`.
 
 * Smoothness L / strong convexity μ (pFedMe A1(a)/(b), docs/formulas.md §B.2; CGPFL
   Assumption 1, §A.6): :func:`quadratic_constants` (exact: extreme eigenvalues of the

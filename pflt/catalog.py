@@ -168,7 +168,7 @@ def models() -> list[dict[str, str]]:
 
 def checks() -> list[dict[str, Any]]:
     """The registered verification checks (``pflt verify --list`` shows the same)."""
-    from verification import runner
+    from verification.core import runner
 
     found, errors = runner.load_checks()
     out = [{"id": c.id, "kind": c.kind, "paper": c.paper, "reference": c.reference,

@@ -58,7 +58,7 @@ def test_sweep_examples(tmp_path, capsys, name, configs):
 
 
 def test_table1_example_has_the_settings_of_the_reproduction_code():
-    from verification.experiments_pfedme_table1 import (COMMON, PAPER_ROUNDS, PFEDME_COMMON,
+    from verification.experiments.pfedme_table1 import (COMMON, PAPER_ROUNDS, PFEDME_COMMON,
                                                         TABLE1_SETTINGS)
 
     raw = tomllib.loads((EXAMPLES / "pfedme_table1_synthetic.toml").read_text())

@@ -14,13 +14,13 @@ from the federation rebuilt out of ``run_options.json``.  Options given explicit
 ``--json`` prints T*, the whole curve, the inputs used with their sources and, from a run,
 the ensemble's test accuracy at the end of each stage (what the run observed — test data,
 for comparison only, not for choosing T).
-The benchmarks :mod:`verification.selection_stages` (linear) and
-:mod:`verification.selection_stages_nn` (MLP; ``bound_run`` = these inputs) compare the
+The benchmarks :mod:`verification.selection.stages_linear` (linear) and
+:mod:`verification.selection.stages_nn` (MLP; ``bound_run`` = these inputs) compare the
 bound's choice with the empirically best T: it is not a reliable selector (docs/selection.md).
 
 ``--from-run DIR --validation`` (a ``pflt run --algorithm ppfe`` directory) instead measures T
 by cross-validation, the selector the neural benchmark found best (``val_cv_loss`` of
-``verification.selection_stages_nn_cv``; docs/selection.md): the federation, model and the
+``verification.selection.stages_nn_cv``; docs/selection.md): the federation, model and the
 run's PPFE hyper-parameters (stages = t_max, the run's rounds per stage ``total_rounds`` ×
 ``stage_fractions``; rounds the run made beyond ``total_rounds`` are not replayed) are rebuilt
 from ``DIR/run_options.json``; each client's training data are cut into ``--val-folds`` seeded

@@ -23,7 +23,7 @@ from pathlib import Path
 from pflt.cli import UserError
 from pflt.out_lock import out_path
 
-from verification.registry import KINDS
+from verification.core.registry import KINDS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -54,7 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
-    from verification import runner
+    from verification.core import runner
 
     checks, import_errors = runner.load_checks()
     chosen = runner.select(checks, only=only, kinds=kinds)
@@ -72,7 +72,7 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.threads import set_torch_threads
     from pflt.out_lock import check_out_dir
-    from verification import runner
+    from verification.core import runner
 
     set_torch_threads()
 

@@ -15,7 +15,7 @@ from algorithms.ifca import IFCA
 from algorithms.l2sgd import L2SGD
 from algorithms.models import build_model
 from algorithms.perfedavg import PerFedAvg
-from verification.experiments_cgpfl import planted_federation
+from verification.experiments.cgpfl import planted_federation
 
 COMMON = dict(local_rounds=3, batch_size=10)
 

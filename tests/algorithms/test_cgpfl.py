@@ -1,7 +1,7 @@
 """CGPFL / CGPFL-Heur (algorithms/cgpfl.py): reductions, identities, recorded diagnostics.
 
 Golden values come from independent code: the engine's pFedMe, a per-client scalar loop
-(verification.experiments_cgpfl.reference_local_round), numpy cluster means, the paper's
+(verification.experiments.cgpfl.reference_local_round), numpy cluster means, the paper's
 matrices in pfl_theory.cgpfl_matrices, autograd, and brute-force counting."""
 
 import numpy as np
@@ -16,7 +16,7 @@ from algorithms.cgpfl import CGPFL, CGPFLHeur
 from algorithms.models import build_model
 from algorithms.pfedme import PFedMe
 from pfl_theory import cgpfl_matrices as mats
-from verification.experiments_cgpfl import (global_update_rhs, planted_federation,
+from verification.experiments.cgpfl import (global_update_rhs, planted_federation,
                                             reference_local_round)
 
 F64 = torch.float64

@@ -8,7 +8,7 @@ import torch
 from algorithms.cgpfl_validation import (RULES, _paired_se, choose, first_folds, holdout_split,
                                          smooth, validation_select_k)
 from algorithms.models import build_model
-from verification.experiments_cgpfl import planted_federation
+from verification.experiments.cgpfl import planted_federation
 
 HP = dict(lam=12.0, personal_lr=0.05, inner_steps=2, lr=0.02, local_scale=12.0, alpha=1.0,
           local_rounds=2, batch_size=10)

@@ -6,7 +6,7 @@ import torch
 from algorithms.base import broadcast
 from algorithms.models import build_model
 from algorithms.perfedavg import PerFedAvg
-from verification.experiments_cgpfl import planted_federation
+from verification.experiments.cgpfl import planted_federation
 
 KW = dict(lr=0.1, inner_lr=0.05, variant="fo", clients_per_round=4, local_rounds=2,
           batch_size=5)

@@ -3,7 +3,7 @@
 import csv
 
 from paper_figures import pfedme_rates, pfedme_table1
-from verification import experiments_pfedme_table1 as ex
+from verification.experiments import pfedme_table1 as ex
 
 ACCS = {"FedAvg": [0.70, 0.72], "Per-FedAvg": [0.80, 0.82], "pFedMe-GM": [0.75, 0.77],
         "pFedMe-PM": [0.85, 0.87], "pFedMe-local (code's 'PM')": [0.84, 0.86]}

@@ -5,9 +5,9 @@ import csv
 import pytest
 
 from paper_figures.selection import bar_rates, make
-from verification.selection_k_selectors import SELECTORS
-from verification.selection_stages import STAGE_SELECTORS
-from verification.stage_selectors import REFERENCES
+from verification.selection.k_selectors import SELECTORS
+from verification.selection.stages_linear import STAGE_SELECTORS
+from verification.selection.stage_selectors import REFERENCES
 
 
 def test_make_quick_writes_files(tmp_path):

@@ -204,7 +204,7 @@ def test_same_bits_in_cgpfl_rounds():
     K = 1, 3, 8 on 16 planted clients: every model and recorded tensor is bit-identical."""
     from algorithms.cgpfl import CGPFL
     from algorithms.models import build_model
-    from verification.experiments_cgpfl import planted_federation
+    from verification.experiments.cgpfl import planted_federation
 
     pl = planted_federation(16, 3, dim=5, size_range=(20, 30), seed=0)
     model = build_model("mlr", pl.fed)

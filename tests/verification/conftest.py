@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from verification import registry, runner
+from verification.core import registry
+from verification.core import runner
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from paper_figures import driver, verification_summary
 from pflt.cli import main
-from verification.registry import Outcome, check
+from verification.core.registry import Outcome, check
 
 GOOD = """
 import matplotlib.pyplot as plt

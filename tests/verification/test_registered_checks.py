@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from verification import runner
-from verification.registry import Verdict, run_check
+from verification.core import runner
+from verification.core.registry import Verdict, run_check
 
 _CHECKS, _IMPORT_ERRORS = runner.load_checks()
 _PARAMS = ([pytest.param(cid, id=cid) for cid in _CHECKS]

@@ -5,10 +5,12 @@ move to FAILS / INCONCLUSIVE — and the unmutated check gives its reported verd
 import numpy as np
 import pytest
 
-from verification import experiments_cgpfl, experiments_pfedme_quadratic, experiments_pfedme_table1
+from verification.experiments import cgpfl as experiments_cgpfl
+from verification.experiments import pfedme_quadratic as experiments_pfedme_quadratic
+from verification.experiments import pfedme_table1 as experiments_pfedme_table1
 from verification.checks import (cgpfl_algorithm, pfedme_theory, plgu, plgu_algorithms, ppfe,
                                  ppfe_nn)
-from verification.registry import Verdict, load_all, run_check
+from verification.core.registry import Verdict, load_all, run_check
 
 
 def verdict(cid):

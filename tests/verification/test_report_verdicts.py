@@ -1,8 +1,8 @@
 """report.md groups checks by verdict; every non-HOLDS check states claim, evidence, size."""
 
-from verification.registry import Check, Result, Verdict
-from verification.report import VERDICT_ORDER, format_table, report_markdown, summary_line
-from verification.suite import CheckRun, SuiteRun
+from verification.core.registry import Check, Result, Verdict
+from verification.core.report import VERDICT_ORDER, format_table, report_markdown, summary_line
+from verification.core.suite import CheckRun, SuiteRun
 
 
 def _run(cid: str, verdict: Verdict, detail: str, doc: str = "") -> CheckRun:

@@ -16,7 +16,7 @@
 * Theorem 4.1(b): an ``envelope`` over λ (hidden O-constants), δ_G² read two ways.
 
 Mutations (for the tests): ``params["shrink"] = f`` divides a ``bound`` by f; envelopes take
-``params["mutate"]`` (:func:`verification.bound_runs.envelope_with_mutation`).
+``params["mutate"]`` (:func:`verification.experiments.bound_runs.envelope_with_mutation`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from pfl_theory.constants import quadratic_constants
 from pfl_theory.threads import single_threaded
 from synthetic.contexts import planted_model_vectors
 from synthetic.federation import Federation
-from verification import estimators as est
-from verification.bound_runs import ENVELOPE_FACTOR, FACTOR_REASON, envelope_with_mutation
-from verification.registry import Context, Outcome, bound_outcome, check
+from verification.estimators import federation as est
+from verification.experiments.bound_runs import ENVELOPE_FACTOR, FACTOR_REASON, envelope_with_mutation
+from verification.core.registry import Context, Outcome, bound_outcome, check
 
 PAPER = "CGPFL (IJCAI 2022)"
 F64 = torch.float64

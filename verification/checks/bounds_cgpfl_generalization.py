@@ -21,7 +21,7 @@ from pfl_theory.constants import (disagreement_gaussian, disagreement_linear,
 from pfl_theory.kmeans import kmeans
 from pfl_theory.threads import single_threaded
 from synthetic.contexts import regression_contexts
-from verification.registry import Context, Outcome, bound_outcome, check
+from verification.core.registry import Context, Outcome, bound_outcome, check
 
 PAPER = "CGPFL (IJCAI 2022)"
 

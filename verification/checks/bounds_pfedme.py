@@ -5,14 +5,14 @@ proof constants is not in our copy), so every check here is an ``envelope``: the
 (:class:`algorithms.pfedme.PFedMe`, float64) runs with step sizes *inside* the theorem's
 conditions, the theorem's right-hand side (:mod:`pfl_theory.pfedme`, hidden constants 1) is
 evaluated with the constants computed from the very problem that ran
-(:mod:`pfl_theory.constants`, :mod:`verification.estimators`), and the check HOLDS iff
-measured/shape stays within :data:`verification.bound_runs.ENVELOPE_FACTOR` over a grid
+(:mod:`pfl_theory.constants`, :mod:`verification.estimators.federation`), and the check HOLDS iff
+measured/shape stays within :data:`verification.experiments.bound_runs.ENVELOPE_FACTOR` over a grid
 spanning ≥ 1.5 decades.  The implied constant C (measured ≤ C·shape on the grid) is reported.
 Theorem 2 is in :mod:`verification.checks.bounds_pfedme_nonconvex`.
 
 Reading (docs/formulas.md §B.6): Theorem 1's averaging weights α_t = (1 − ημ_F/2)^{−(t+1)}
 are evaluated with the effective per-round step ηβR (primary) and with the printed local
-step η (reported).  Test mutations: :func:`verification.bound_runs.envelope_with_mutation`.
+step η (reported).  Test mutations: :func:`verification.experiments.bound_runs.envelope_with_mutation`.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from algorithms.pfedme import PFedMe
 from pfl_theory import moreau, pfedme
 from pfl_theory.constants import mlr_constants, quadratic_constants
 from pfl_theory.threads import single_threaded
-from verification import estimators as est
-from verification import experiments_pfedme_quadratic as ex
-from verification.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, MLRAllL2, averaged,
+from verification.estimators import federation as est
+from verification.experiments import pfedme_quadratic as ex
+from verification.experiments.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, MLRAllL2, averaged,
                                      beta_for, doubling_grid, envelope_with_mutation,
                                      inner_residual, mlr_federation, quadratic_gap, ratio_ends,
                                      trajectory)
-from verification.registry import Context, Outcome, check
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "pFedMe (NeurIPS 2020)"
 F64 = torch.float64

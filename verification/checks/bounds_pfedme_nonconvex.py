@@ -2,7 +2,7 @@
 
 Same design as :mod:`verification.checks.bounds_pfedme` (``envelope``, constants from the
 problem that ran, step sizes inside the theorem's conditions) on the non-convex
-:class:`verification.bound_runs.CosineClients`.  Reading (docs/formulas.md §B.6): the
+:class:`verification.experiments.bound_runs.CosineClients`.  Reading (docs/formulas.md §B.6): the
 third term's exponent of R is 1/3 (printed); R = 1 here, so the reading does not matter.
 """
 
@@ -17,12 +17,12 @@ from algorithms.pfedme import PFedMe
 from pfl_theory import pfedme
 from pfl_theory.constants import diversity_sup
 from pfl_theory.threads import single_threaded
-from verification import estimators as est
-from verification import experiments_pfedme_quadratic as ex
-from verification.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, CosineClients,
+from verification.estimators import federation as est
+from verification.experiments import pfedme_quadratic as ex
+from verification.experiments.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, CosineClients,
                                      doubling_grid, envelope_grads, envelope_with_mutation,
                                      inner_residual, trajectory)
-from verification.registry import Context, Outcome, check
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "pFedMe (NeurIPS 2020)"
 F64 = torch.float64

@@ -5,7 +5,7 @@ Learning?* (CVPR 2023).  Two families of checks, constants computed from the run
 
 * **Rademacher complexity beyond depth 1.**  A lower estimate of the empirical Rademacher
   complexity of bias-free ReLU nets with spectral bounds M_l (sign-vector ascent,
-  verification/complexity.py; minus 2 standard errors so Monte-Carlo noise cannot push it
+  verification/estimators/complexity.py; minus 2 standard errors so Monte-Carlo noise cannot push it
   above the truth) against Lemma 2 (explicit display) and against every reading of the
   adversarial term of Lemma 4 / Theorem 1's fourth term at ρ = 0 (where the perturbed class
   G̃_p is G_p itself), over a grid of the input scale B = ‖x‖:
@@ -35,9 +35,9 @@ import numpy as np
 import torch
 
 from pfl_theory import plgu as P
-from verification.bound_grid import grid_bound_outcome
-from verification.complexity import rademacher_mlp_lower
-from verification.registry import Context, Outcome, check
+from verification.core.bound_grid import grid_bound_outcome
+from verification.estimators.complexity import rademacher_mlp_lower
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "PLGU (CVPR 2023)"
 GAMMA = 0.05  # confidence parameter γ of Theorems 1–3 (probability ≥ 1 − γ)
@@ -310,7 +310,7 @@ def lemma2_envelope_m(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     against the shape Π_l M_l/√m: the spread of measured/shape must stay within
     :data:`RAD_ENVELOPE_FACTOR` (implied constant C reported; Lemma 2's explicit constant
     is 2√(d+1+log n))."""
-    from verification.registry import envelope_outcome
+    from verification.core.registry import envelope_outcome
 
     p = ctx.params
     ms = np.asarray(p["ms"], dtype=float)

@@ -9,7 +9,7 @@ very problem it runs and puts it next to a measurement that cannot exceed the tr
   (gradient ascent over parameters, perturbation and input, then rounded to the corners of
   the boxes; the all-maximal corner is one of the starts) — a lower estimate of the sup;
 * Lemma 4 / Lemma 6 covering numbers: greedy 2ε-separated sets of sampled functions on a
-  sample (verification/complexity.py) — lower estimates of N(F, ε);
+  sample (verification/estimators/complexity.py) — lower estimates of N(F, ε);
 * Lemma 8: the (1−δ)-quantile of |L̂ − E L̂| for Bernoulli(½)·B losses (the largest variance
   a [0, B] loss can have) by Monte Carlo;
 * Theorem 7 / Corollary 2: see verification/checks/bounds_ppfe_linear.py.
@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from pfl_theory import ppfe
-from verification.bound_grid import grid_bound_outcome
-from verification.complexity import covering_estimates
-from verification.registry import Context, Outcome, check
+from verification.core.bound_grid import grid_bound_outcome
+from verification.estimators.complexity import covering_estimates
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "PPFE (arXiv 2602.14244)"
 INPUT_BOUND, WEIGHT_BOUND = 1.0, 1.0  # B_x and M of Lemma 4 in the perturbation checks
@@ -300,7 +300,7 @@ def lemma8_envelope(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     factors ``scales`` (N n̄ over ≥ 1.5 decades) against the shape √(log(2/δ)/(2N n̄)); the
     spread must stay within :data:`LEMMA8_ENVELOPE_FACTOR`.  Implied C ≤ 1 means Lemma 8's
     constant is not exceeded."""
-    from verification.registry import envelope_outcome
+    from verification.core.registry import envelope_outcome
 
     rng = np.random.default_rng(ctx.seed)
     base, delta = np.array([2, 3, 5, 10, 30, 50, 100]), ctx.params["delta"]

@@ -20,9 +20,9 @@ import numpy as np
 
 from pfl_theory import ppfe
 from synthetic.linear import make_linear_federation
-from verification.bound_grid import grid_bound_outcome
-from verification.complexity import linear_excess_risk
-from verification.registry import Context, Outcome, check
+from verification.core.bound_grid import grid_bound_outcome
+from verification.estimators.complexity import linear_excess_risk
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "PPFE (arXiv 2602.14244)"
 

@@ -1,6 +1,6 @@
 """CGPFL algorithm checks (Tang, Guo, Guo, IJCAI 2022; docs/formulas.md §A.5, §A.7, §A.9,
 §E.A items 3, 6, 7, 8, 12), run on the batched engine in float64 with planted-context data
-(:mod:`verification.experiments_cgpfl`)."""
+(:mod:`verification.experiments.cgpfl`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from algorithms.base import flatten
 from algorithms.cgpfl import CGPFL
 from algorithms.models import build_model
 from algorithms.pfedme import PFedMe
-from verification import experiments_cgpfl as ex
-from verification.fitting import fit_loglog
-from verification.registry import Context, Outcome, check, envelope_outcome
-from verification.verdicts import outcome, rate_three_way
+from verification.experiments import cgpfl as ex
+from verification.estimators.fitting import fit_loglog
+from verification.core.registry import Context, Outcome, check, envelope_outcome
+from verification.core.verdicts import outcome, rate_three_way
 
 PAPER = "CGPFL (IJCAI 2022)"
 
@@ -92,7 +92,7 @@ def global_update_identity(ctx: Context) -> Outcome:
 
 def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     """``selector``'s agreement with the empirically best K on the selection benchmark
-    (:mod:`verification.selection_k`; quick: 4 cases, full: the 8 medium cases, hard and very
+    (:mod:`verification.selection.k_benchmark`; quick: 4 cases, full: the 8 medium cases, hard and very
     unequal contexts included), case seeds shifted by ``ctx.seed``.  The best K is measured on
     the benchmark's large test sample (1000 fresh samples per client from its own
     distribution, scoring ``large``): the clients' own 10–20 test samples measure a K's
@@ -104,9 +104,9 @@ def _benchmark_outcome(ctx: Context, selector: str) -> Outcome:
     tolerance; FAILS when the selector loses > 1 point more often than the reference (the K
     grid trained with another seed, which says how well-defined the best K is) and than the
     tolerance allows; INCONCLUSIVE otherwise (the best K is not resolved at this size)."""
-    from verification import selection_k as sk
-    from verification import selection_k_cases as skc
-    from verification.registry import Verdict
+    from verification.selection import k_benchmark as sk
+    from verification.selection import k_cases as skc
+    from verification.core.registry import Verdict
 
     cases, cfg = ((skc.quick_cases(), skc.QUICK) if ctx.params["cases"] == "quick"
                   else (skc.medium_cases(), skc.BenchConfig(rounds=12)))
@@ -189,7 +189,7 @@ def convergence_rate_T(ctx: Context) -> Outcome:
     the claimed O(1/√T): an upper bound, so the claim is 'slope ≤ −1/2', tested on the tail
     T ≥ 16 (the first rounds re-cluster: the local slope is −0.15 at T = 4…8 and steepens
     monotonically).  No slack: HOLDS iff the whole bootstrap CI lies at or below −1/2, FAILS
-    iff it lies wholly above, INCONCLUSIVE if it straddles (:mod:`verification.verdicts`)."""
+    iff it lies wholly above, INCONCLUSIVE if it straddles (:mod:`verification.core.verdicts`)."""
     p = ctx.params
     seeds = list(range(ctx.seed, ctx.seed + p["seeds"]))
     y = ex.convergence_in_t(seeds, p["ts"])

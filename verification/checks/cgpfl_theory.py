@@ -12,7 +12,7 @@ import torch
 from pfl_theory import cgpfl, cgpfl_symbolic
 from pfl_theory.kmeans import inertia, lloyd
 from synthetic.contexts import planted_model_vectors
-from verification.registry import Context, Outcome, check
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "CGPFL (IJCAI 2022)"
 
@@ -211,13 +211,13 @@ def _planted_select(params: dict, seed: int, k0: int, mu: float = 0.0):
              "difficulties": {"easy": (10.0, 0.3), "hard": (4.0, 0.7)}})
 def select_k_planted(ctx: Context) -> Outcome:
     """argmin_K e(K) with the default scale-free μ = 1/cost(1) against the planted K₀ of client
-    model vectors (:func:`verification.selection_data.planted_vectors`: equal and very unequal
+    model vectors (:func:`verification.selection.k_data.planted_vectors`: equal and very unequal
     context sizes × easy (separation 10, noise 0.3) and hard (4, 0.7) contexts, m_i ~ U{40..80}).
     Measured: the fraction of runs with |K̂ − K₀| <= 1 (also exact, per difficulty, and the BIC
     alternative on the same clustering).  Also required: K̂ unchanged with the models × 1e200
     (finite e(K)) and the returned clustering consistent with its cost."""
     from pfl_theory.cgpfl_selection import bic_curve
-    from verification.selection_data import planted_vectors
+    from verification.selection.k_data import planted_vectors
 
     p = ctx.params
     rows, scale_ok, consistent = [], True, True

@@ -1,7 +1,7 @@
 """pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) checks run on the batched engine
 (:class:`algorithms.pfedme.PFedMe`): docs/formulas.md §E.B items 6–9 and the Table 1 ordering.
-Experiments live in :mod:`verification.experiments_pfedme_quadratic` (§E.B6–9) and
-:mod:`verification.experiments_pfedme_table1` (Table 1); all theory comparisons are in
+Experiments live in :mod:`verification.experiments.pfedme_quadratic` (§E.B6–9) and
+:mod:`verification.experiments.pfedme_table1` (Table 1); all theory comparisons are in
 float64 on QuadraticMean-type clients where exactness is needed."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import numpy as np
 import torch
 
 from pfl_theory import moreau
-from verification import experiments_pfedme_quadratic as ex
-from verification import experiments_pfedme_table1 as table1_ex
-from verification.fitting import fit_loglog, rate_verdict
-from verification.registry import Context, Outcome, check
-from verification.verdicts import difference_three_way, outcome, rate_three_way, worst
+from verification.experiments import pfedme_quadratic as ex
+from verification.experiments import pfedme_table1 as table1_ex
+from verification.estimators.fitting import fit_loglog, rate_verdict
+from verification.core.registry import Context, Outcome, check
+from verification.core.verdicts import difference_three_way, outcome, rate_three_way, worst
 
 PAPER = "pFedMe (NeurIPS 2020)"
 

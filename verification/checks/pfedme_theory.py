@@ -10,9 +10,9 @@ import sympy as sp
 import torch
 
 from pfl_theory import moreau, pfedme, rates
-from verification.fitting import fit_loglog
-from verification.registry import Context, Outcome, Verdict, check
-from verification.verdicts import outcome
+from verification.estimators.fitting import fit_loglog
+from verification.core.registry import Context, Outcome, Verdict, check
+from verification.core.verdicts import outcome
 
 PAPER = "pFedMe (NeurIPS 2020)"
 F64 = torch.float64

@@ -10,9 +10,9 @@ import torch
 
 from algorithms.sam import perturbation
 from pfl_theory import plgu as P
-from verification.fitting import fit_loglog, rate_verdict
-from verification.registry import Context, Outcome, Verdict, check
-from verification.verdicts import outcome, rate_three_way
+from verification.estimators.fitting import fit_loglog, rate_verdict
+from verification.core.registry import Context, Outcome, Verdict, check
+from verification.core.verdicts import outcome, rate_three_way
 
 PAPER = "PLGU (CVPR 2023)"
 F64 = torch.float64

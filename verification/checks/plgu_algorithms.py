@@ -12,10 +12,10 @@ import torch
 from algorithms.base import get_algorithm
 from algorithms.evaluation import evaluate, summarize
 from algorithms.models import DNN
-from verification.experiments_plgu import CLASSES, DIM, federation
+from verification.experiments.plgu import CLASSES, DIM, federation
 from synthetic.federation import Federation
-from verification.registry import Context, Outcome, check
-from verification.verdicts import difference_three_way, outcome, worst
+from verification.core.registry import Context, Outcome, check
+from verification.core.verdicts import difference_three_way, outcome, worst
 
 PAPER = "PLGU (CVPR 2023)"
 

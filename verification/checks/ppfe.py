@@ -18,7 +18,7 @@ from pfl_theory import ppfe
 from pfl_theory.ppfe_boosting import (adaboost_stumps, ensemble_coefficients, reweight,
                                       uniform_weights, weighted_error)
 from synthetic.linear import make_linear_federation
-from verification.registry import Context, Outcome, check
+from verification.core.registry import Context, Outcome, check
 
 PAPER = "PPFE (arXiv 2602.14244)"
 

@@ -11,10 +11,10 @@ import torch
 from algorithms.decoupled import FedRep
 from algorithms.ppfe import PPFE
 from algorithms.models import MLP
-from verification.experiments_ppfe_nn import setting, stage_ends, trajectory
+from verification.experiments.ppfe_nn import setting, stage_ends, trajectory
 from synthetic.permuted_labels import permuted_label_federation
-from verification.registry import Context, Outcome, Verdict, check
-from verification.verdicts import outcome
+from verification.core.registry import Context, Outcome, Verdict, check
+from verification.core.verdicts import outcome
 
 PAPER = "PPFE (arXiv 2602.14244)"
 

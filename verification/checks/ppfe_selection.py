@@ -3,13 +3,13 @@
 The bias–variance T* of PPFE §5 (Emrani, Najafi, Motahari, arXiv 2602.14244; docs/formulas.md
 §C.5.12, :func:`pfl_theory.ppfe_bounds.select_stages`) with γ̂, κ̂₀ estimated from the fit,
 against the T of least exact population risk on the linear generator (eqs. 15–16,
-:mod:`verification.selection_stages`).  The analytic minimisation itself is checked by
+:mod:`verification.selection.stages_linear`).  The analytic minimisation itself is checked by
 ``ppfe.select_stages``; this check measures whether its T* is a good *choice*.
 """
 
 from __future__ import annotations
 
-from verification.registry import Context, Outcome, Verdict, check
+from verification.core.registry import Context, Outcome, Verdict, check
 
 PAPER = "PPFE (arXiv 2602.14244)"
 
@@ -22,20 +22,20 @@ PAPER = "PPFE (arXiv 2602.14244)"
        quick={"configs": "quick", "seeds": 3, "risk_seeds": 20},
        full={"configs": "half", "seeds": 3, "risk_seeds": 20})
 def select_stages_benchmark(ctx: Context) -> Outcome:
-    """The bound's T̂ (``bound`` of :mod:`verification.selection_stages`) against the best T.
+    """The bound's T̂ (``bound`` of :mod:`verification.selection.stages_linear`) against the best T.
     Measured: the fraction of records within ±1 of the strict best T and the fraction with
     ≤ 1 % excess population risk.  HOLDS when both reach the tolerance.  FAILS when T̂ is more
     than one stage away from every T the seeds cannot tell apart from the best (noise-aware
     ±1 below the tolerance) or when it loses > 1 % more often than nested cross-validation
     (``cv``) and the tolerance allow — misses the benchmark's noise does not explain;
     INCONCLUSIVE otherwise.  ``half`` = the dev half of the 30-configuration grid
-    (:func:`verification.selection_stages.config_halves`: all α, N and (n, d) values occur;
+    (:func:`verification.selection.stages_linear.config_halves`: all α, N and (n, d) values occur;
     until 2026-11-24 it was every other configuration, which held (n, d) = (40, 20) only);
     the other selectors' rates are reported beside it.  The best T is that of the mean over
     ``risk_seeds`` = 20 draws (selectors on the first 3): with the 3 selector seeds alone the
     quick size's best T was 5–6 and the bound's t_max = 6 HELD, but over 20 draws it is 3
     (2026-11-24, docs/selection.md) — a 3-seed argmin is mostly noise on this flat curve."""
-    from verification import selection_stages as ss
+    from verification.selection import stages_linear as ss
 
     configs = ss.quick_configs() if ctx.params["configs"] == "quick" else ss.config_halves()[0]
     summary = ss.summarise_stages(ss.run_stage_benchmark(

@@ -1,0 +1,43 @@
+"""CGPFL Theorem 4.1 bound checks (verification/checks/bounds_cgpfl.py): verdicts at quick size, numeric
+measured/bound/tightness, and each check able to fail: the bound shrunk by a stated factor
+(larger than the check's tightness at quick size, seed 0) must give FAILS."""
+
+from __future__ import annotations
+
+import pytest
+
+from verification.core.registry import Context, Verdict, load_all, run_check
+
+#: quick-size verdict (seed 0) and the shrink factor that must break the bound
+EXPECTED = {
+    "cgpfl.bound_thm41_stepwise": (Verdict.HOLDS, 100.0),   # tightness ~14
+    "cgpfl.bound_thm41_final": (Verdict.HOLDS, 100.0),      # tightness ~20
+}
+
+
+@pytest.mark.parametrize("check_id", sorted(EXPECTED))
+def test_verdict_and_numbers(check_id):
+    res = run_check(load_all()[check_id], size="quick", seed=0)
+    assert res.verdict == EXPECTED[check_id][0], res.detail
+    assert res.check.kind == "bound"
+    assert res.theoretical == pytest.approx(res.tightness * res.measured)
+    assert res.vacuous is not None
+
+
+@pytest.mark.parametrize("check_id", sorted(EXPECTED))
+def test_shrunk_bound_fails(check_id):
+    chk = load_all()[check_id]
+    ctx = Context(size="quick", seed=0, params={**chk.quick, "shrink": EXPECTED[check_id][1]},
+                  tolerance=chk.tolerance)
+    out = chk.fn(ctx)
+    assert not out.holds, out.detail
+
+
+def test_thm41b_envelope_holds_and_can_fail():
+    chk = load_all()["cgpfl.bound_thm41b_personal"]
+    res = run_check(chk, size="quick", seed=0)
+    assert res.verdict == Verdict.HOLDS, res.detail  # spread ~1.1 over lam = 1..32
+    assert res.check.kind == "envelope" and res.extra["C"] > 0
+    ctx = Context(size="quick", seed=0, params={**chk.quick, "mutate": ("inflate_last", 1e3)},
+                  tolerance=chk.tolerance)
+    assert not chk.fn(ctx).holds  # one point 1000x off breaks the factor-10 envelope

@@ -1,0 +1,250 @@
+"""Render a suite run (:class:`verification.core.runner.SuiteRun`): ``results.json``,
+``report.md`` and the terminal table.
+
+``results.json`` layout::
+
+    {"environment": {...versions, device, time...}, "size": "quick", "seeds": [0, 1],
+     "summary": {"HOLDS": n, "FAILS": n, "ERROR": n, "total": n},
+     "checks": [{"id", "paper", "reference", "kind", "reconstructed", "tolerance",
+                 "tolerance_reason", "description", "verdict" (aggregate over seeds),
+                 "seeds_holding", "n_seeds", "seconds", "figures",
+                 "results": [Result.to_dict() per seed]}, ...]}
+
+Non-finite floats are stored as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict
+JSON); values JSON cannot hold are stored as their ``repr``.  A bound result's ``tightness``
+(bound / measured) with a measurement of 0 is ``null``, with ``tightness_note`` saying why
+(:func:`verification.core.registry.json_tightness`; report.md shows ∞).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from verification.core.registry import _jsonable
+from verification.core.suite import CheckRun, SuiteRun
+from verification.core.tightness import tightness_markdown
+
+MAX_CELL = 48  # characters of a value shown in a table cell
+
+
+def json_safe(value: Any) -> Any:
+    """Strict-JSON version of ``value`` (numpy/torch scalars and arrays, paths, NaN)."""
+    value = _jsonable(value)
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "tolist"):  # e.g. a torch tensor with ndim > 0
+        return json_safe(value.tolist())
+    return repr(value)
+
+
+def _relative(path: str, out_dir: Path | None) -> str:
+    if out_dir is None:
+        return str(path)
+    try:
+        return Path(path).resolve().relative_to(Path(out_dir).resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _figures(run: "CheckRun", out_dir: Path | None) -> list[str]:
+    return [_relative(f, out_dir) for r in run.results for f in r.figures]
+
+
+def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, Any]:
+    """The content of ``results.json`` (figure paths relative to ``out_dir``)."""
+    checks = []
+    for run in suite.runs:
+        c = run.check
+        per_seed = []
+        for r in run.results:
+            d = r.to_dict()
+            d["figures"] = [_relative(f, out_dir) for f in r.figures]
+            per_seed.append(d)
+        checks.append({
+            "id": c.id, "paper": c.paper, "reference": c.reference, "kind": c.kind,
+            "reconstructed": c.reconstructed, "tolerance": c.tolerance,
+            "tolerance_reason": c.tolerance_reason, "description": c.description,
+            "verdict": run.verdict.value, "seeds_holding": run.seeds_holding,
+            "n_seeds": len(run.results), "seconds": round(run.seconds, 4),
+            "figures": _figures(run, out_dir), "results": per_seed,
+        })
+    return json_safe({"environment": suite.environment, "size": suite.size,
+                      "seeds": list(suite.seeds), "summary": suite.counts(),
+                      "checks": checks})
+
+
+def short(value: Any, width: int = MAX_CELL) -> str:
+    """A compact one-line rendering of a measured/theoretical value."""
+    value = _jsonable(value)
+    if value is None:
+        text = "-"
+    elif isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, float):
+        text = f"{value:.4g}"
+    elif isinstance(value, (list, tuple)):
+        items = [short(v, 12) for v in value[:4]]
+        text = "[" + ", ".join(items) + (f", … ({len(value)})" if len(value) > 4 else "") + "]"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={short(v, 12)}" for k, v in value.items())
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _first(run: "CheckRun") -> Any:
+    return run.results[0]
+
+
+def _verdict_cell(run: "CheckRun") -> str:
+    n = len(run.results)
+    return run.verdict.value if n == 1 else f"{run.verdict.value} ({run.seeds_holding}/{n})"
+
+
+#: Report sections, in order: the verdicts that need a reader's attention first.
+VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "HOLDS")
+VERDICT_MEANING = {
+    "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
+    "ERRATUM": "the formula as printed is contradicted and the corrected reading holds.",
+    "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
+    "ERROR": "the check itself broke.",
+    "HOLDS": "the measurement agrees with the claim.",
+}
+
+
+def summary_line(counts: dict[str, int]) -> str:
+    """``N checks: a HOLD, b FAIL, c ERRATUM, d INCONCLUSIVE, e ERROR``."""
+    return (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
+            f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
+            f"{counts['ERROR']} ERROR")
+
+
+def _claim(run: "CheckRun") -> str:
+    """The claim a check tests: the first paragraph of its description (docstring)."""
+    text = run.check.description.split("\n\n")[0] if run.check.description else ""
+    return " ".join(text.split()) or run.check.reference
+
+
+def _size(run: "CheckRun", size: str) -> str:
+    c = run.check
+    params = c.quick if size == "quick" else c.full
+    seeds = ", ".join(str(r.seed) for r in run.results)
+    shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
+    return f"{size} size ({shown}); seed(s) {seeds}"
+
+
+def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
+    """A non-HOLDS check: the claim, the evidence and the size that decided it."""
+    c = run.check
+    worst = [r for r in run.results if r.verdict is run.verdict] or list(run.results)
+    lines = [f"### `{c.id}` — {c.paper}, {c.reference}"
+             + (" (RECONSTRUCTED formula)" if c.reconstructed else ""), "",
+             f"- **Claim:** {_claim(run)}",
+             f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
+             f"- **Measured / theoretical:** {short(worst[0].measured, 200)} / "
+             f"{short(worst[0].theoretical, 200)}",
+             f"- **Decided at:** {_size(run, size)}"
+             + (f"; verdict per seed: {', '.join(r.verdict.value for r in run.results)}"
+                if len(run.results) > 1 else "")]
+    figs = _figures(run, out_dir)
+    if figs:
+        lines.append("- **Figures:** " + " ".join(f"[{Path(f).name}]({f})" for f in figs))
+    return lines + [""]
+
+
+def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
+    """The content of ``report.md``: summary, then the checks grouped by verdict — each
+    non-HOLDS check with its claim, evidence and deciding size; the HOLDS as a table."""
+    env = suite.environment
+    counts = suite.counts()
+    seeds = ", ".join(map(str, suite.seeds))
+    lines = [
+        "# pfl-theory verification report", "",
+        f"Size **{suite.size}**, seeds {seeds}; run {env.get('time_utc', '?')} "
+        f"(git {env.get('git_commit') or '?'}), device {env.get('device', '?')}, "
+        f"Python {env.get('python', '?')}, "
+        + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items() if v) + ".", "",
+        f"**{summary_line(counts)}.**", "",
+        " ".join(f"{v}: {VERDICT_MEANING[v]}" for v in VERDICT_ORDER),
+        "With several seeds the verdict is the worst seed's (ERROR > FAILS > ERRATUM > "
+        "INCONCLUSIVE > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
+    ]
+    for verdict in VERDICT_ORDER:
+        group = [run for run in suite.runs if run.verdict.value == verdict]
+        if not group:
+            continue
+        lines += ["", f"## {verdict} ({len(group)})", "", f"_{VERDICT_MEANING[verdict]}_", ""]
+        if verdict != "HOLDS":
+            for run in group:
+                lines += _explained(run, suite.size, out_dir)
+            continue
+        lines += ["| id | paper | reference | kind | R | measured | theoretical | verdict "
+                  "| detail | figures |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for run in group:
+            c, r0 = run.check, _first(run)
+            figs = _figures(run, out_dir)
+            fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
+            cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
+                     short(r0.measured), short(r0.theoretical), f"**{_verdict_cell(run)}**",
+                     short(r0.detail, 160), fig_cell]
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    lines += tightness_markdown(suite)  # bound/envelope checks (verification/core/tightness.py)
+    if any(run.check.tolerance_reason for run in suite.runs):
+        lines += ["", "## Tolerances", ""]
+        for run in suite.runs:
+            c = run.check
+            if c.tolerance_reason:
+                lines.append(f"- `{c.id}`: {c.tolerance:g} — {c.tolerance_reason}"
+                             if c.tolerance is not None else f"- `{c.id}`: {c.tolerance_reason}")
+    return "\n".join(lines) + "\n"
+
+
+def format_table(suite: "SuiteRun") -> str:
+    """A plain-text table for the terminal, followed by the summary line."""
+    header = ("id", "kind", "R", "measured", "theoretical", "verdict", "s")
+    rows = []
+    for run in suite.runs:
+        r0 = _first(run)
+        rows.append((run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
+                     short(r0.measured, 28), short(r0.theoretical, 28), _verdict_cell(run),
+                     f"{run.seconds:.1f}"))
+    widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip()
+
+    out = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
+    out.append(summary_line(suite.counts()))
+    errors = [run for run in suite.runs if run.verdict.value == "ERROR"]
+    for run in errors:
+        bad = next(r for r in run.results if r.verdict.value == "ERROR")
+        out.append(f"ERROR {run.check.id} (seed {bad.seed}): {bad.detail}")
+    return "\n".join(out)
+
+
+def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:
+    """Write ``results.json`` and ``report.md`` into ``out_dir``; return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results_path = out_dir / "results.json"
+    results_path.write_text(json.dumps(results_dict(suite, out_dir), indent=2,
+                                       allow_nan=False) + "\n", encoding="utf-8")
+    report_path = out_dir / "report.md"
+    report_path.write_text(report_markdown(suite, out_dir), encoding="utf-8")
+    return results_path, report_path

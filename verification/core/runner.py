@@ -1,0 +1,220 @@
+"""Run a selection of verification checks over several seeds and report.
+
+Used by ``pflt verify`` (:mod:`pflt.commands.verify`); usable from Python::
+
+    checks, import_errors = load_checks()
+    suite = run_suite(select(checks, only=["pfedme.*"]), size="quick", seeds=2,
+                      out_dir=Path("verify_out"), import_errors=import_errors)
+    write_outputs(suite, Path("verify_out"))
+
+A check runs once per seed (seeds ``0 … N-1``). Its aggregate verdict is ``ERROR`` if any
+seed errored, else ``FAILS`` if any seed failed, else ``HOLDS``; the per-seed results are
+kept. A check module that cannot be imported becomes an ``ERROR`` entry ``import.<module>``
+so one broken module does not hide the others. Outputs in the output directory:
+``results.json`` (environment, summary counts, per check the aggregate and every per-seed
+``Result.to_dict()``), ``report.md`` (summary and a table with figure links) and
+``figures/<check id>/seed<k>/`` (whatever each check draws). Exit code: 1 iff any ERROR.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import os
+import pkgutil
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from tqdm import tqdm
+
+from pfl_theory.validation import positive_int
+from verification.core.registry import Check, Result, Verdict, run_check
+from verification.core.suite import CheckRun, SuiteRun, aggregate
+from verification.core.report import format_table, write_outputs
+
+
+def load_checks(package: str = "verification.checks"
+                ) -> tuple[dict[str, Check], dict[str, str]]:
+    """Import every module of ``package`` (tolerating broken ones) and return the registry
+    (sorted by id) and ``{module name: error line}`` for modules that failed to import."""
+    from verification.core import registry
+
+    pkg = importlib.import_module(package)
+    errors: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        try:
+            importlib.import_module(f"{package}.{info.name}")
+        except Exception as exc:  # a broken module is reported, the others still load
+            errors[info.name] = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return dict(sorted(registry._REGISTRY.items())), errors
+
+
+def _import_error_check(module: str, error: str) -> tuple[Check, Result]:
+    def failed(ctx: Any) -> Any:  # pragma: no cover - never called
+        raise RuntimeError(error)
+
+    chk = Check(id=f"import.{module}", paper="-", reference=f"verification/checks/{module}.py",
+                kind="import", fn=failed, tolerance=None, tolerance_reason="",
+                description=f"import of check module {module!r} failed")
+    return chk, Result(chk, Verdict.ERROR, None, None, f"import failed: {error}", 0.0, 0,
+                       "-")
+
+
+def _split_patterns(only: Iterable[str] | str | None) -> list[str]:
+    if only is None:
+        return []
+    items = [only] if isinstance(only, str) else list(only)
+    return [p.strip() for item in items for p in item.split(",") if p.strip()]
+
+
+def select(checks: dict[str, Check] | Iterable[Check], *,
+           only: Iterable[str] | str | None = None,
+           kinds: Iterable[str] | None = None) -> list[Check]:
+    """Checks whose id matches any ``only`` glob (fnmatch; comma-separated allowed) and
+    whose kind is in ``kinds`` (no filter when ``None``/empty). Raises ``ValueError`` when
+    a pattern matches nothing, so a typo is not a silent empty run."""
+    pool = list(checks.values()) if isinstance(checks, dict) else list(checks)
+    patterns = _split_patterns(only)
+    for pat in patterns:
+        if not any(fnmatch.fnmatchcase(c.id, pat) for c in pool):
+            known = ", ".join(c.id for c in pool) or "(none registered)"
+            raise ValueError(f"--only {pat!r} matches no check; known ids: {known}")
+    kind_set = set(kinds or ())
+    return [c for c in sorted(pool, key=lambda c: c.id)
+            if (not patterns or any(fnmatch.fnmatchcase(c.id, p) for p in patterns))
+            and (not kind_set or c.kind in kind_set)]
+
+
+def environment_info() -> dict[str, Any]:
+    """Versions, device and time of the run (for results.json / report.md)."""
+    versions = {}
+    for dist in ("pfl-theory", "numpy", "scipy", "torch", "sympy", "matplotlib", "tqdm"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    device = "cpu"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            device = f"cuda ({torch.cuda.get_device_name(0)})"
+        threads = torch.get_num_threads()
+    except Exception:  # torch missing or broken: still report the rest
+        threads = None
+    commit = None
+    try:
+        root = Path(__file__).resolve().parents[2]
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                                capture_output=True, text=True, timeout=5).stdout.strip()
+    except Exception:
+        pass
+    return {"time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "cpu_count": os.cpu_count(), "torch_threads": threads, "device": device,
+            "git_commit": commit or None, "versions": versions}
+
+
+def _seed_list(seeds: int | Sequence[int]) -> list[int]:
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        return list(range(positive_int("seeds", seeds)))
+    out = [positive_int("seed", s, minimum=0) for s in seeds]
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"seeds must be a count >= 1 or distinct seeds, got {seeds!r}")
+    return out
+
+
+def run_suite(checks: Iterable[Check], *, size: str = "full",
+              seeds: int | Sequence[int] = 1, out_dir: Path | None = None,
+              progress: bool = True, import_errors: dict[str, str] | None = None) -> SuiteRun:
+    """Run every check once per seed (``seeds`` = N means seeds ``0 … N-1``; a sequence
+    gives the seeds explicitly), figures under ``out_dir/figures/<id>/seed<k>/``, and
+    aggregate per check."""
+    if size not in ("quick", "full"):
+        raise ValueError(f"size must be 'quick' or 'full', got {size!r}")
+    seed_list = _seed_list(seeds)
+    checks = list(checks)
+    runs = []
+    for module, error in sorted((import_errors or {}).items()):
+        chk, res = _import_error_check(module, error)
+        runs.append(CheckRun(chk, Verdict.ERROR, (res,)))
+    bar = tqdm(total=len(checks) * len(seed_list), desc="verify", unit="run",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    try:
+        for chk in checks:
+            results = []
+            for seed in seed_list:
+                bar.set_postfix_str(f"{chk.id} seed={seed}", refresh=False)
+                fig_dir = None
+                if out_dir is not None:
+                    fig_dir = Path(out_dir) / "figures" / chk.id / f"seed{seed}"
+                    fig_dir.mkdir(parents=True, exist_ok=True)
+                results.append(run_check(chk, size=size, seed=seed, out_dir=fig_dir))
+                if fig_dir is not None:
+                    _remove_empty(fig_dir, stop=Path(out_dir) / "figures")
+                bar.update(1)
+            runs.append(CheckRun(chk, aggregate(results), tuple(results)))
+    finally:
+        bar.close()
+    return SuiteRun(runs=tuple(runs), size=size, seeds=tuple(seed_list),
+                    environment=environment_info())
+
+
+def _remove_empty(path: Path, *, stop: Path) -> None:
+    """Remove ``path`` and its parents up to (including) ``stop`` while they are empty."""
+    path = path.resolve()
+    stop = stop.resolve()
+    while path.is_dir() and not any(path.iterdir()):
+        path.rmdir()
+        if path == stop:
+            break
+        path = path.parent
+
+
+def clear_previous(out_dir: Path) -> None:
+    """Remove the outputs of an earlier run in ``out_dir`` (only the files the runner
+    writes), so stale figures are not linked to a new report."""
+    out_dir = Path(out_dir)
+    shutil.rmtree(out_dir / "figures", ignore_errors=True)
+    for name in ("results.json", "report.md"):
+        (out_dir / name).unlink(missing_ok=True)
+
+
+def run_and_report(*, only: Iterable[str] | str | None = None,
+                   kinds: Iterable[str] | None = None, size: str = "full",
+                   seeds: int | Sequence[int] = 1,
+                   out_dir: Path = Path("verify_out"), progress: bool = True,
+                   echo: bool = True) -> SuiteRun:
+    """Load, select, run, write ``results.json``/``report.md``; print the table if
+    ``echo``. This is what ``pflt verify`` does."""
+    checks, import_errors = load_checks()
+    for module, error in import_errors.items():
+        print(f"warning: check module {module!r} failed to import: {error}", file=sys.stderr)
+    # a broken module is selectable as the pseudo check ``import.<module>``
+    pseudo = {f"import.{m}": _import_error_check(m, e)[0] for m, e in import_errors.items()}
+    chosen = select({**checks, **pseudo}, only=only, kinds=kinds)
+    import_errors = {m: e for m, e in import_errors.items()
+                     if any(c.id == f"import.{m}" for c in chosen)}
+    chosen = [c for c in chosen if c.kind != "import"]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clear_previous(out_dir)
+    start = time.perf_counter()
+    suite = run_suite(chosen, size=size, seeds=seeds, out_dir=out_dir, progress=progress,
+                      import_errors=import_errors)
+    suite.environment["wall_seconds"] = round(time.perf_counter() - start, 2)
+    write_outputs(suite, out_dir)
+    if echo:
+        print(format_table(suite))
+        print(f"wrote {out_dir / 'report.md'} and {out_dir / 'results.json'}")
+    return suite

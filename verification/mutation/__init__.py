@@ -1,0 +1,1 @@
+"""Mutation run: plausible bugs applied one at a time, and whether the suite notices."""

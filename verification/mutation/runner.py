@@ -1,0 +1,159 @@
+"""Mutation run: does the verification suite notice plausible bugs?
+
+``python -m verification.mutation [--quick] [--only GLOB]`` applies every mutant of
+:data:`verification.mutation.catalogue.CATALOGUE` in-process (monkeypatching the target
+function or method, and every module that imported it by name), runs the checks the mutant
+names at quick size (seed 0) and compares each verdict with the unmutated run.  A mutant is
+**killed** when some check's verdict changes (HOLDS → FAILS, ERRATUM → HOLDS, …) or the
+check raises (ERROR); otherwise it **survives**.  ``--quick`` runs only the first named
+check of each mutant; ``--with-tests`` also runs the fast unit tests a mutant names (pytest,
+in-process, under the same patch) and counts a failing test as a kill.  Prints one line per mutant, the survivors, and as last line
+``mutation kill rate: K/N``.  Not part of CI's default run (a few minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import functools
+import importlib
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from verification.mutation.catalogue import CATALOGUE, EXPLAINED_SURVIVORS, Mutant
+from verification.core.registry import Check, Verdict, run_check
+from verification.core.runner import load_checks
+
+
+def _resolve(target: str) -> tuple[Any, str, Any]:
+    """``"pkg.mod:Class.attr"`` → (owner object, attribute name, current value)."""
+    module_name, _, qual = target.partition(":")
+    if not qual:
+        raise ValueError(f"target must be 'module:name', got {target!r}")
+    owner: Any = importlib.import_module(module_name)
+    *path, attr = qual.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, attr, getattr(owner, attr)
+
+
+@contextlib.contextmanager
+def applied(mutant: Mutant) -> Iterator[None]:
+    """Apply ``mutant`` for the duration of the block (restored afterwards, even on error).
+    Module-level functions are also replaced in every loaded module that bound the same
+    object under the same name (``from x import f``)."""
+    owner, attr, original = _resolve(mutant.target)
+    replacement = mutant.make(original)
+    patched = [(owner, attr, original)]
+    setattr(owner, attr, replacement)
+    if not isinstance(owner, type):
+        for mod in list(sys.modules.values()):
+            if mod is None or mod is owner:
+                continue
+            if getattr(mod, attr, None) is original:
+                patched.append((mod, attr, original))
+                setattr(mod, attr, replacement)
+    try:
+        yield
+    finally:
+        for obj, name, value in reversed(patched):
+            setattr(obj, name, value)
+
+
+def _clear_caches() -> None:
+    """Experiments memoise results (functools.lru_cache); a mutant must not see stale ones."""
+    for mod in list(sys.modules.values()):
+        if mod is None or not getattr(mod, "__name__", "").startswith("verification"):
+            continue
+        for value in list(vars(mod).values()):
+            if isinstance(value, functools._lru_cache_wrapper):
+                value.cache_clear()
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    mutant: Mutant
+    killed: bool
+    changes: tuple[str, ...]  # "check: BASE → NEW"
+    seconds: float
+
+
+def _verdict(chk: Check) -> tuple[Verdict, str]:
+    _clear_caches()
+    res = run_check(chk, size="quick", seed=0)
+    return res.verdict, res.detail
+
+
+def _tests_fail(node_ids: Sequence[str]) -> bool:
+    """Run pytest in-process on ``node_ids`` (quietly); True iff a test fails or errors."""
+    import pytest
+
+    return pytest.main(["-q", "-x", "-p", "no:cacheprovider", "--no-header", "-o",
+                        "addopts=", *node_ids]) != 0
+
+
+def run_mutants(mutants: Sequence[Mutant], *, quick: bool = False, with_tests: bool = False,
+                checks: dict[str, Check] | None = None, echo: bool = True
+                ) -> list[MutantResult]:
+    """Run each mutant against its checks; baseline verdicts computed once per check."""
+    if checks is None:
+        checks, errors = load_checks()
+        if errors:
+            raise RuntimeError(f"check modules failed to import: {errors}")
+    baseline: dict[str, Verdict] = {}
+    out = []
+    for m in mutants:
+        ids = m.checks[:1] if quick else m.checks
+        missing = [c for c in ids if c not in checks]
+        if missing:
+            raise ValueError(f"mutant {m.name} names unknown checks {missing}")
+        for cid in ids:
+            if cid not in baseline:
+                baseline[cid] = _verdict(checks[cid])[0]
+        start = time.perf_counter()
+        changes = []
+        with applied(m):
+            for cid in ids:
+                v, _ = _verdict(checks[cid])
+                if v is not baseline[cid]:
+                    changes.append(f"{cid}: {baseline[cid].value} → {v.value}")
+            if with_tests and not changes and m.tests:
+                with contextlib.redirect_stdout(sys.stderr):
+                    if _tests_fail(m.tests):
+                        changes.append(f"tests fail: {', '.join(m.tests)}")
+        _clear_caches()
+        r = MutantResult(m, bool(changes), tuple(changes), time.perf_counter() - start)
+        out.append(r)
+        if echo:
+            status = "KILLED  " if r.killed else "SURVIVED"
+            print(f"{status} {m.name:34s} [{m.kind}] {'; '.join(changes) or ', '.join(ids)}",
+                  flush=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m verification.mutation", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="only the first check of each mutant")
+    ap.add_argument("--only", default=None, help="glob on mutant names")
+    ap.add_argument("--with-tests", action="store_true",
+                    help="also run each mutant's named unit tests (kills count)")
+    args = ap.parse_args(argv)
+    mutants = [m for m in CATALOGUE if args.only is None or fnmatch.fnmatchcase(m.name, args.only)]
+    if not mutants:
+        print(f"--only {args.only!r} matches no mutant", file=sys.stderr)
+        return 2
+    results = run_mutants(mutants, quick=args.quick, with_tests=args.with_tests)
+    survivors = [r.mutant.name for r in results if not r.killed]
+    print(f"survivors: {', '.join(survivors) if survivors else 'none'}")
+    for name in survivors:
+        print(f"  {name}: {EXPLAINED_SURVIVORS.get(name, 'NOT EXPLAINED — add a check or test')}")
+    print(f"mutation kill rate: {sum(r.killed for r in results)}/{len(results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -13,6 +13,11 @@ Per-client accuracy and mean cross-entropy are computed over each client's *whol
 * a group of blocks is shared by all models; per-client models are applied with one
   batched matrix product per group, shared (``[1, ...]``) models with one plain matrix
   product;
+* when **every** model is shared (FedAvg's global model, the global models of most
+  baselines), there are no per-client parameters to pair with rows, so no blocks at all:
+  :func:`_evaluate_shared` runs one plain product per chunk of the flat rows (read in
+  place when the split is stored in client order) and adds each row's loss and
+  correctness to its client (``index_add``, float64);
 * for :class:`~algorithms.models.MLR`, models with the same leading dimension are fused
   into one wider weight matrix, so their logits come from a single product;
 * per-row loss and correctness are summed per block, then added to their client.
@@ -168,6 +173,11 @@ def evaluate_models(model, models: dict[str, Params], split, *, block: int | Non
         alias[name] = _key(p)
         unique.setdefault(alias[name], p)
     plan = list(unique.values())
+    column = {k: j for j, k in enumerate(unique)}
+    if block is None and all(next(iter(p.values())).shape[0] == 1 for p in plan):
+        per = _evaluate_shared(model, plan, split, accuracy)
+        return {name: (per[0, :, column[alias[name]]] if accuracy else None,
+                       per[1, :, column[alias[name]]]) for name in models}
     if block is None:
         per_client = sum(v[0].numel() for p in plan for v in p.values() if v.shape[0] == n)
         block = block_size(split.counts, split.x[0].numel() + 10 * len(plan), per_client)
@@ -201,9 +211,64 @@ def evaluate_models(model, models: dict[str, Params], split, *, block: int | Non
     sums = torch.zeros(2, n, len(plan), dtype=torch.float64, device=split.x.device)
     sums.index_add_(1, block_client, per_block.to(torch.float64))
     per = sums / split.counts.to(torch.float64)[None, :, None]
-    column = {k: j for j, k in enumerate(unique)}
     return {name: (per[0, :, column[alias[name]]] if accuracy else None,
                    per[1, :, column[alias[name]]]) for name in models}
+
+
+def row_owners(split) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(owner [R], rows [R] or None)``: the client of each of the split's samples taken in
+    client order, and their positions in ``split.x`` (``None`` when the split is stored in
+    client order with no gaps, so chunks are read in place).  Remembered on the split."""
+    key = (_version(split.offsets), _version(split.counts), split.x.shape[0])
+    cached = split.__dict__.get("_row_owners")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    dev = split.counts.device
+    owner = torch.repeat_interleave(torch.arange(split.num_clients, device=dev), split.counts)
+    first = torch.cumsum(split.counts, 0) - split.counts
+    rows = split.offsets[owner] + torch.arange(owner.numel(), device=dev) - first[owner]
+    in_place = rows.numel() == split.x.shape[0] and bool(
+        torch.equal(rows, torch.arange(rows.numel(), device=dev)))
+    value = (owner, None if in_place else rows)
+    object.__setattr__(split, "_row_owners", (key, value))   # frozen dataclass: cache only
+    return value
+
+
+def _evaluate_shared(model, plan: list[Params], split, accuracy: bool) -> torch.Tensor:
+    """``[2, N, K]`` per-client (accuracy, mean loss) of K shared ``[1, ...]`` models: one
+    plain product per chunk of flat rows (MLR: the K models fused into one ``[K·C, d]``
+    matrix), per-row metrics by :func:`_row_metrics`, summed per client in float64."""
+    n, k = split.num_clients, len(plan)
+    owner, rows = row_owners(split)
+    total = owner.numel()
+    sums = torch.zeros(2, n, k, dtype=torch.float64, device=split.x.device)
+    row_bytes = max(1, split.x[0].numel() * split.x.element_size())
+    budget = GPU_GROUP_BYTES if split.x.device.type == "cuda" else GROUP_BYTES
+    chunk = max(256, budget // row_bytes)
+    if isinstance(model, MLR):
+        w = torch.cat([p["fc.weight"][0] for p in plan], 1).t().contiguous()   # [K·C, d]
+        b = torch.cat([p["fc.bias"][0] for p in plan], 0)[:, None]           # [K·C, 1]
+    rank = None
+    for start in range(0, total, chunk):
+        stop = min(start + chunk, total)
+        if rows is None:
+            x, y = split.x[start:stop], split.y[start:stop]
+        else:
+            x, y = split.x.index_select(0, rows[start:stop]), split.y.index_select(0, rows[start:stop])
+        r = stop - start
+        if isinstance(model, MLR):
+            logits = torch.addmm(b, w, x.flatten(1).t()).view(1, k, -1, r)
+        else:
+            logits = torch.stack([model.forward(p, x[None])[0].t() for p in plan])[None]
+        if rank is None and accuracy:
+            c = logits.shape[2]
+            rank = (c - torch.arange(c, device=x.device, dtype=logits.dtype))[:, None]
+        ok, ce = _row_metrics(logits.contiguous(), y.view(1, 1, 1, r), rank)
+        who = owner[start:stop]
+        if accuracy:
+            sums[0].index_add_(0, who, ok[0, :, 0, :].t().to(torch.float64))
+        sums[1].index_add_(0, who, ce[0, :, 0, :].t().to(torch.float64))
+    return sums / split.counts.to(torch.float64)[None, :, None]
 
 
 def evaluate(model, params: Params, split, *, block: int | None = None

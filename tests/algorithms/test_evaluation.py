@@ -215,3 +215,55 @@ def test_cuda_pfedme_round_syncs_do_not_grow_with_steps():
             torch.cuda.set_sync_debug_mode("default")
         return len(caught)
     assert syncs(1) == syncs(8)
+
+
+def _scrambled(fed_split):
+    """The same clients stored out of order with a gap: offsets not in client order."""
+    from synthetic.federation import Split
+    n = fed_split.num_clients
+    order = list(range(n))[::-1]
+    xs, ys, offsets, at = [], [], [], 3            # 3 leading rows owned by no client
+    xs.append(fed_split.x[:3]), ys.append(fed_split.y[:3])
+    off = [0] * n
+    for i in order:
+        o, c = int(fed_split.offsets[i]), int(fed_split.counts[i])
+        off[i] = at
+        xs.append(fed_split.x[o:o + c]), ys.append(fed_split.y[o:o + c])
+        at += c
+    return Split(torch.cat(xs), torch.cat(ys), torch.tensor(off), fed_split.counts.clone())
+
+
+@pytest.mark.parametrize("scrambled", [False, True])
+@pytest.mark.parametrize("model", [MLR(5, 4), DNN(5, 4, hidden=6), MLP(5, 4, hidden=(3,))])
+def test_shared_models_take_the_flat_path_and_match_the_loop(model, scrambled, monkeypatch):
+    # every model shared ([1, ...]): no blocks; rows read in place (client order) or gathered
+    # (out of order, with rows owned by no client), one product per chunk of rows
+    monkeypatch.setattr(evaluation, "GROUP_BYTES", 5 * 8 * 7)   # chunks of 256 rows: several
+    fed = _federation(sizes=(7, 400, 3, 130, 2, 190))
+    split = _scrambled(fed.train) if scrambled else fed.train
+    models = {"global": model.init(1, seed=2, dtype=torch.float64),
+              "other": model.init(1, seed=5, dtype=torch.float64)}
+    calls = []
+    monkeypatch.setattr(evaluation, "_evaluate_shared",
+                        lambda *a, _f=evaluation._evaluate_shared: calls.append(1) or _f(*a))
+    got = evaluate_models(model, models, split)
+    assert calls == [1]
+    blocked = evaluate_models(model, models, split, block=8)   # the per-block path
+    for name, params in models.items():
+        acc, loss = _loop_metrics(model, params, split)
+        torch.testing.assert_close(got[name][0], acc, rtol=0, atol=1e-12)
+        torch.testing.assert_close(got[name][1], loss, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(got[name][1], blocked[name][1], rtol=1e-12, atol=1e-12)
+
+
+def test_flat_path_owner_mutation_is_caught(monkeypatch):
+    # a wrong owner (rows credited one client later) must disagree with the loop
+    fed = _federation()
+    model = MLR(5, 4)
+    g = {"g": model.init(1, seed=2, dtype=torch.float64)}
+    owner, rows = evaluation.row_owners(fed.test)
+    monkeypatch.setattr(evaluation, "row_owners",
+                        lambda split: (torch.roll(owner, 1), rows))
+    got = evaluate_models(model, g, fed.test)["g"][1]
+    _, loss = _loop_metrics(model, g["g"], fed.test)
+    assert not torch.allclose(got, loss, rtol=1e-6, atol=1e-6)

@@ -89,6 +89,11 @@ def resume_point(out_dir: str | Path, algorithm, fed, model, *, seed: int,
                  else algorithm.init(fed, model, seed))
     client = [m for m in state.models if getattr(algorithm, "is_client_model", lambda _: False)(m)]
     check_layout(state, reference, path, num_clients=fed.num_clients, client_models=client)
+    from algorithms.runner import non_finite_model
+    bad = non_finite_model(state)
+    if bad is not None:     # the runner stops before checkpointing a non-finite state
+        raise CheckpointError(f"{path}: {bad} holds NaN or inf (never checkpointed by a run: "
+                              "edited or damaged?)")
     entries, initial = read_entries(out, config)
     entries = [e for e in entries if e["round"] <= state.round]
     every = int(config.get("eval_every", 1))
@@ -100,7 +105,35 @@ def resume_point(out_dir: str | Path, algorithm, fed, model, *, seed: int,
                           "start the run again with --overwrite")
     if initial is None:
         initial = initial_evaluation(algorithm, algorithm.init(fed, model, seed), fed, model)
+    check_reproduces(state, entries + [{"round": 0, **initial}], algorithm, fed, model, path)
     return state, History(dict(config), entries, initial)
+
+
+#: relative tolerance between a test loss recomputed from the checkpoint and the recorded
+#: one: the same state evaluated again differs only by the order of float32 reductions
+#: (another thread count: ~1e-7 relative); one round of training changes it far more
+REPRODUCE_RTOL = 1e-4
+
+
+def check_reproduces(state: State, entries: list[dict], algorithm, fed, model, path) -> None:
+    """The checkpoint's state gives the test losses the history recorded at its round (when
+    that round was evaluated; round 0: the initial evaluation): a state from another
+    round — a checkpoint whose ``round`` was changed — is refused."""
+    from algorithms.evaluation import evaluate_models
+
+    entry = next((e for e in entries if e["round"] == state.round), None)
+    if entry is None:
+        return
+    w = fed.test.counts.double()
+    for name, (_, loss) in evaluate_models(model, algorithm.evaluated(state), fed.test).items():
+        recorded = entry.get(f"{name}_loss")
+        if not isinstance(recorded, (int, float)) or recorded != recorded:
+            continue
+        value = float((loss * w).sum() / w.sum())
+        if abs(value - recorded) > REPRODUCE_RTOL * max(1.0, abs(recorded)):
+            raise ResumeError(f"{path}: its state gives {name}_loss {value:.6g} at round "
+                              f"{state.round}, the history recorded {recorded:.6g}: the "
+                              "checkpoint is not the state of that round (edited?)")
 
 
 def read_entries(out: Path, config: dict[str, Any]) -> tuple[list[dict], dict | None]:

@@ -10,7 +10,9 @@ underscores), hyper-parameters included; options given on the command line overr
 Unknown keys are an error; ``pflt run --config run.toml --help`` shows the file's values next
 to the options (and the hyper-parameters of its algorithm).  Checkpoints: ``--checkpoint-every k`` writes
 ``OUT/checkpoint.pt`` atomically; ``pflt run --resume OUT [--rounds T]`` continues that run
-(bit-identically: per-round randomness derives from (seed, round)).
+(bit-identically with the same --threads: per-round randomness derives from (seed, round);
+the checkpoint, history and options are checked against each other first, see
+algorithms/resume.py).  ``--out`` holding another run is refused unless ``--overwrite``.
 """
 
 from __future__ import annotations

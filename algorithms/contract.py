@@ -117,6 +117,13 @@ class Algorithm:
     def is_client_model(self, name: str) -> bool:
         return name in self.client_models
 
+    def checkpoint_reference(self, fed, model, seed: int, round_: int) -> State:
+        """A state with the names, shapes and dtypes that this run's state has after round
+        ``round_`` (what a checkpoint of it must hold: :func:`algorithms.checkpoint.check_layout`).
+        The initial state, for an algorithm whose state keeps its layout (a leading
+        dimension other than N may change: contexts); PPFE's grows with its stages."""
+        return self.init(fed, model, seed)
+
     def round(self, state: State, fed, model) -> State:
         """Communication round ``t = state.round`` → the state of round ``t + 1``."""
         return engine_round(self, state, fed, model)

@@ -213,6 +213,20 @@ class PPFE(Algorithm):
                                             dtype=fed.dtype, device=fed.device),
                       "finished_stages": torch.tensor(0)})
 
+    def checkpoint_reference(self, fed, model, seed: int, round_: int) -> State:
+        """The layout after round ``round_``: the stages begun by then (a stage's transition
+        happens in its first round) are finished but the last — ``stage<t>`` networks for the
+        finished ones, ``body``/``heads`` split as in the running stage.  Expanded views (no
+        copies): only names, shapes and dtypes matter."""
+        state = self.init(fed, model, seed)
+        s = self.stage_at(round_ - 1, model) if round_ > 0 else 0
+        w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
+        rows = {k: v.expand(fed.num_clients, *v.shape[1:]) for k, v in w.items()}
+        body, head = self.keys_at(s, model)
+        models = {"body": subset(w, body), "heads": subset(rows, head),
+                  **{f"stage{t}": dict(rows) for t in range(s)}}
+        return State(round_, seed, models, {**state.tensors, "finished_stages": torch.tensor(s)})
+
     @staticmethod
     def stored_stage(state: State) -> int:
         return sum(1 for k in state.models if k.startswith("stage"))

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from algorithms.base import State
 from algorithms.checkpoint import save_checkpoint
 from algorithms.evaluation import evaluate_models, summarize
+from algorithms.run_files import check_history, read_history_lines, read_json
 from pfl_theory.validation import NonFiniteValueError
 
 
@@ -223,30 +224,15 @@ def read_history(out_dir: str | Path) -> dict[str, Any]:
     """``{"config", "entries", "initial_evaluation"}`` of the run directory ``out_dir``:
     ``history.json`` with the entries of ``history.jsonl`` when that exists (it has every
     evaluation, ``history.json`` those up to its last full write).  A last line cut short
-    by a kill mid-write is left out; ``FileNotFoundError`` without ``history.json``,
-    ``ValueError`` for a file that is not valid JSON (lines)."""
+    by a kill mid-write is left out; ``FileNotFoundError`` without ``history.json``, a
+    :class:`~algorithms.run_files.RunFileError` (``ValueError``) naming the file and key for
+    a file that is not a history (:mod:`algorithms.run_files`)."""
     out = Path(out_dir)
     path = out / "history.json"
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} does not hold a history object")
+    data = check_history(path, read_json(path))
     lines_path = out / HISTORY_LINES
     if lines_path.is_file():
-        lines = lines_path.read_text().split("\n")
-        entries = []
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                if i == len(lines) - 1:      # no newline yet: the write was cut short
-                    break
-                raise ValueError(f"{lines_path} line {i + 1} is not valid JSON: {exc}") from None
-        data["entries"] = entries
+        data["entries"] = read_history_lines(lines_path)
     return data
 
 
@@ -290,27 +276,41 @@ def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: 
     return entry
 
 
+def run_config(algorithm, federation, model, *, rounds: int, seed: int, eval_every: int,
+               config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The configuration a run records (``history.json``'s ``config``, the checkpoint's)."""
+    return {"algorithm": getattr(algorithm, "name", type(algorithm).__name__),
+            "hyperparameters": dataclasses.asdict(algorithm), "federation": federation.name,
+            "num_clients": federation.num_clients, "model": type(model).__name__,
+            "rounds": rounds, "seed": seed, "eval_every": eval_every,
+            "device": str(federation.device), "dtype": str(federation.dtype), **(config or {})}
+
+
 def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every: int = 1,
         out_dir: str | Path | None = None, progress: bool = True, state: State | None = None,
         history: History | None = None, train_loss: bool = True,
         config: dict[str, Any] | None = None, checkpoint_every: int | None = None,
-        on_round: Callable[[State], None] | None = None) -> RunResult:
+        on_round: Callable[[State], None] | None = None, overwrite: bool = False) -> RunResult:
     """Run until round ``rounds`` (continuing from ``state``/``history`` when given).
 
     ``checkpoint_every=k`` writes ``out_dir/checkpoint.pt`` atomically every ``k`` rounds
     and after the last (:mod:`algorithms.checkpoint`); ``on_round(state)`` is called after
-    each round (and its checkpoint)."""
+    each round (and its checkpoint).  A run started afresh (no ``state``) in an ``out_dir``
+    holding another run's files is refused (:class:`~algorithms.run_dir.RunDirectoryError`)
+    unless ``overwrite=True``, which first removes them
+    (:func:`algorithms.run_dir.claim_out_dir`); to continue a run use
+    :func:`algorithms.resume.resume_point`."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     if eval_every < 1:
         raise ValueError(f"eval_every must be >= 1, got {eval_every}")
-    cfg = {"algorithm": getattr(algorithm, "name", type(algorithm).__name__),
-           "hyperparameters": dataclasses.asdict(algorithm), "federation": federation.name,
-           "num_clients": federation.num_clients, "model": type(model).__name__,
-           "rounds": rounds, "seed": seed, "eval_every": eval_every,
-           "device": str(federation.device), "dtype": str(federation.dtype), **(config or {})}
+    cfg = run_config(algorithm, federation, model, rounds=rounds, seed=seed,
+                     eval_every=eval_every, config=config)
     if checkpoint_every is not None and (checkpoint_every < 1 or out_dir is None):
         raise ValueError("checkpoint_every needs a value >= 1 and an out_dir")
+    if state is None and out_dir is not None:
+        from algorithms.run_dir import claim_out_dir
+        claim_out_dir(out_dir, cfg, overwrite=overwrite)
     history = History(cfg) if history is None else history
     if state is None:
         state = algorithm.init(federation, model, seed)
@@ -337,7 +337,7 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
                 if out_dir is not None:
                     history.save_last(out_dir)
             if checkpoint_every and (state.round % checkpoint_every == 0 or state.round == rounds):
-                save_checkpoint(Path(out_dir) / "checkpoint.pt", state, algorithm)
+                save_checkpoint(Path(out_dir) / "checkpoint.pt", state, algorithm, cfg)
                 history.save_json(out_dir)
             if on_round is not None:
                 on_round(state)

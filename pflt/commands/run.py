@@ -10,7 +10,9 @@ underscores), hyper-parameters included; options given on the command line overr
 Unknown keys are an error; ``pflt run --config run.toml --help`` shows the file's values next
 to the options (and the hyper-parameters of its algorithm).  Checkpoints: ``--checkpoint-every k`` writes
 ``OUT/checkpoint.pt`` atomically; ``pflt run --resume OUT [--rounds T]`` continues that run
-(bit-identically: per-round randomness derives from (seed, round)).
+(bit-identically with the same --threads: per-round randomness derives from (seed, round);
+the checkpoint, history and options are checked against each other first, see
+algorithms/resume.py).  ``--out`` holding another run is refused unless ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -73,9 +75,10 @@ def execute(options: dict, *, progress: bool = True) -> dict | None:
 
 def _execute(options: dict, *, progress: bool) -> dict | None:
     from algorithms.base import get_algorithm
-    from algorithms.checkpoint import check_compatible, load_checkpoint
     from algorithms.models import build_model
-    from algorithms.runner import DivergenceError, History, run as run_rounds
+    from algorithms.resume import resume_point
+    from algorithms.run_dir import claim_out_dir
+    from algorithms.runner import DivergenceError, run as run_rounds, run_config
     from pflt.commands.run_checks import check_memory
     from synthetic.sources import build_federation
 
@@ -97,21 +100,24 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     if options.get("model_chosen"):
         print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "
               "(pass --model to choose another)", file=sys.stderr)
+    config = {"data": opts.data_dict(spec), "data_seed": options["data_seed"],
+              "model_options": {"hidden": options["hidden"], "l2": options["l2"]}}
+    cfg = run_config(algorithm, fed, model, rounds=options["rounds"], seed=options["seed"],
+                     eval_every=options["eval_every"], config=config)
     state = history = None
-    if options.get("resume"):
-        if (out / "checkpoint.pt").exists():
-            state = load_checkpoint(out / "checkpoint.pt", algorithm, device=fed.device)
-            check_compatible(state, algorithm.init(fed, model, options["seed"]),
-                             out / "checkpoint.pt")
-            if (out / "history.json").exists():
-                history = History.load(out)
-                history.entries = [e for e in history.entries if e["round"] <= state.round]
-            if state.round >= options["rounds"]:
-                raise UserError(f"the checkpoint is already at round {state.round}; "
-                                f"pass --rounds larger than that to continue")
-        else:  # killed before its first checkpoint: replay from round 0 (deterministic)
+    point = resume_point(out, algorithm, fed, model, seed=options["seed"], config=cfg,
+                         device=fed.device) if options.get("resume") else None
+    if point is not None:
+        state, history = point
+        if state.round >= options["rounds"]:
+            raise UserError(f"the checkpoint is already at round {state.round}; "
+                            f"pass --rounds larger than that to continue")
+    else:
+        if options.get("resume"):  # killed before its first checkpoint: replay from round 0
             print(f"{out} has no checkpoint: running again from round 0 with its saved "
                   "options", file=sys.stderr)
+        claim_out_dir(out, cfg, overwrite=bool(options.get("overwrite")),
+                      hint="pass --overwrite to replace it")
     (out / "run_options.json").write_text(json.dumps(opts.saved(options), indent=1))
     print(f"{options['algorithm']} on {fed.name}: N={fed.num_clients}, "
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
@@ -121,11 +127,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         result = run_rounds(algorithm, fed, model, rounds=options["rounds"],
                             seed=options["seed"], eval_every=options["eval_every"],
                             out_dir=out, progress=progress, state=state, history=history,
-                            checkpoint_every=options["checkpoint_every"],
-                            config={"data": opts.data_dict(spec),
-                                    "data_seed": options["data_seed"],
-                                    "model_options": {"hidden": options["hidden"],
-                                                      "l2": options["l2"]}})
+                            checkpoint_every=options["checkpoint_every"], config=config)
     except DivergenceError as exc:
         print(f"pflt run: error: {exc} (history in {out})", file=sys.stderr)
         return None

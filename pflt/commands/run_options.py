@@ -25,7 +25,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MODELS = ["mlr", "dnn", "mlp", "cnn"]
-RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config"}
+RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
+             "overwrite"}
 
 
 def _bool(text: str) -> bool:
@@ -100,6 +101,8 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--eval-every", type=int, default=1, help="evaluate every k rounds")
     g.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every k rounds")
     g.add_argument("--out", type=out_dir, default="runs/latest", help="output directory (default runs/latest)")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace the files of another run in --out (default: refuse to mix runs)")
     g.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     g.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="float type")
     g.add_argument("--threads", type=int, default=None,
@@ -289,12 +292,9 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
         saved_path = Path(values["resume"]) / "run_options.json"
         if not saved_path.exists():
             raise FileNotFoundError(f"{values['resume']} has no run_options.json to resume")
-        saved = json.loads(saved_path.read_text())
-        # runs saved before --data-seed / --class-assignment existed drew the data from
-        # --seed with a random label assignment: resume them on the same data
-        saved.setdefault("data_seed", saved.get("seed", 0))
-        saved.setdefault("class_assignment", "random")
-        saved.setdefault("replace", False)
+        if values.get("overwrite"):
+            raise UserError("--overwrite does not apply to --resume (it continues the run)")
+        saved = read_saved(saved_path)
         clash = sorted(k for k in explicit - RESUMABLE if values[k] != saved.get(k))
         if clash:
             raise UserError(f"--resume: {', '.join(clash)} differ from the saved run "
@@ -332,6 +332,42 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+#: keys every saved ``run_options.json`` has (others — hyper-parameters, options added later —
+#: take their defaults when absent)
+SAVED_REQUIRED = ("algorithm", "model", "hidden", "l2", "rounds", "seed", "data_seed",
+                  "eval_every", "checkpoint_every", "dtype", "data", "clients",
+                  "synthetic_alpha", "synthetic_beta", "partition", "classes_per_client",
+                  "class_assignment", "replace", "size_range", "dirichlet_alpha",
+                  "train_fraction", "max_client_size")
+#: options that are not saved with a run
+NOT_SAVED = ("hyperparameters", "resume", "config", "model_chosen", "overwrite")
+
+
+def read_saved(path: Path) -> dict[str, Any]:
+    """The options saved in a run's ``run_options.json``, each checked as the command line
+    checks it (:func:`coerce`); a file that is not such an object, a missing or unknown key
+    or a value of the wrong type is a one-line error naming the file and the key."""
+    from algorithms.run_files import RunFileError, read_object
+
+    saved = read_object(path)
+    # runs saved before --data-seed / --class-assignment existed drew the data from
+    # --seed with a random label assignment: resume them on the same data
+    saved.setdefault("data_seed", saved.get("seed", 0))
+    saved.setdefault("class_assignment", "random")
+    saved.setdefault("replace", False)
+    actions = _actions()
+    for key in SAVED_REQUIRED:
+        if key not in saved:
+            raise RunFileError(path, key, "missing")
+    for key, value in saved.items():
+        if key not in actions or key in NOT_SAVED:
+            raise RunFileError(path, key, "not an option of pflt run")
+        if value is None and (actions[key].default is None or key.startswith("hp_")):
+            continue
+        saved[key] = coerce(key, value, actions[key], str(path))
+    return saved
+
+
 #: data options that only some --data / --partition use (the others ignore them)
 LABEL_SKEW_ONLY = ("classes_per_client", "class_assignment", "replace", "size_range")
 SYNTHETIC_ONLY = ("synthetic_alpha", "synthetic_beta")
@@ -359,8 +395,7 @@ def check_data_options(values: dict[str, Any]) -> None:
 
 def saved(options: dict[str, Any]) -> dict[str, Any]:
     """The options to store with a run (for ``--resume``)."""
-    return {k: v for k, v in options.items()
-            if k not in ("hyperparameters", "resume", "config", "model_chosen")}
+    return {k: v for k, v in options.items() if k not in NOT_SAVED}
 
 
 def data_spec(options: dict[str, Any]):

@@ -217,7 +217,9 @@ def run(args) -> int:
                 print(f"point {i + 1}/{len(points)} {point}: done, skipped")
                 continue
             print(f"point {i + 1}/{len(points)} {point}")
-            summary = run_cmd.execute(cell["options"], progress=not args.no_progress)
+            # the point's directory is the sweep's: a point run again replaces its files
+            summary = run_cmd.execute({**cell["options"], "overwrite": True},
+                                      progress=not args.no_progress)
             record = {"point": point, "out": str(out / f"point-{i:03d}"),
                       "config_hash": cell["hash"], "diverged": summary is None,
                       "final": summary or {}}

@@ -132,7 +132,7 @@ def test_read_history_takes_the_appended_lines_and_drops_a_cut_last_line(fed, tm
     (tmp_path / "history.jsonl").write_text("".join(cut[:3]) + cut[3][:40])
     assert [e["round"] for e in read_history(tmp_path)["entries"]] == [1, 2, 3]
     (tmp_path / "history.jsonl").write_text(cut[0][:40] + "\n" + "".join(cut[1:]))
-    with pytest.raises(ValueError, match="line 1 is not valid JSON"):
+    with pytest.raises(ValueError, match="history.jsonl: line 1: not valid JSON"):
         read_history(tmp_path)
     (tmp_path / "history.jsonl").unlink()             # a directory written before jsonl
     assert [e["round"] for e in read_history(tmp_path)["entries"]] == [1, 2]

@@ -82,6 +82,13 @@ def test_wrong_shaped_checkpoint_is_a_one_line_error(tmp_path, capsys):
     capsys.readouterr()
     assert main(["run", "--resume", str(out), "--rounds", "2"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert len(err) == 1 and "layout: does not match the digest" in err[0]
+    # the same edit with the digest written again (a deliberate editor): the shape check
+    from algorithms.checkpoint import _digest, layout
+    payload["digests"]["layout"] = _digest(layout(payload["models"], payload["tensors"]))
+    torch.save(payload, out / "checkpoint.pt")
+    assert main(["run", "--resume", str(out), "--rounds", "2"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert len(err) == 1 and "has shape" in err[0]
 
 
@@ -156,6 +163,17 @@ def test_run_saved_before_data_seed_existed_resumes_on_its_own_data(tmp_path):
     for key in ("data_seed", "class_assignment", "replace"):
         del saved[key]
     (out / "run_options.json").write_text(json.dumps(saved))
+    # the files of that time: a checkpoint without the run's configuration (format 1), a
+    # history whose configuration lacks the options added since
+    payload = torch.load(out / "checkpoint.pt", weights_only=True)
+    for key in ("config", "digests"):
+        del payload[key]
+    torch.save({**payload, "format": "pfl-theory-checkpoint-1"}, out / "checkpoint.pt")
+    hist = json.loads((out / "history.json").read_text())
+    del hist["config"]["data_seed"]
+    for key in ("class_assignment", "replace"):
+        del hist["config"]["data"][key]
+    (out / "history.json").write_text(json.dumps(hist))
     assert main(["run", "--resume", str(out), "--rounds", "2"]) == 0
     resumed = json.loads((out / "run_options.json").read_text())
     assert resumed["data_seed"] == 3 and resumed["class_assignment"] == "random"

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import torch
 
 from algorithms.base import State
+from pfl_theory.safe_files import atomic_save
 
 
 class CheckpointError(ValueError):
@@ -34,10 +34,8 @@ def save_checkpoint(path: str | Path, state: State, algorithm) -> Path:
         "models": {k: {n: t.detach().cpu() for n, t in v.items()} for k, v in state.models.items()},
         "tensors": {k: v.detach().cpu() for k, v in state.tensors.items()},
     }
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
-    return path
+    # temp file + rename (never through a link); a full disk is the OSError, no temporary
+    return atomic_save(path, lambda fh: torch.save(payload, fh))
 
 
 def load_checkpoint(path: str | Path, algorithm=None, *, device=None) -> State:

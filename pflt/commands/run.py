@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from pfl_theory.safe_files import atomic_write_text
 from pflt.cli import UserError
 from pflt.commands import run_options as opts
 
@@ -112,7 +113,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         else:  # killed before its first checkpoint: replay from round 0 (deterministic)
             print(f"{out} has no checkpoint: running again from round 0 with its saved "
                   "options", file=sys.stderr)
-    (out / "run_options.json").write_text(json.dumps(opts.saved(options), indent=1))
+    atomic_write_text(out / "run_options.json", json.dumps(opts.saved(options), indent=1))
     print(f"{options['algorithm']} on {fed.name}: N={fed.num_clients}, "
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
           f"model={options['model']}, device={fed.device}"
@@ -131,7 +132,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         return None
     last = result.history.last()
     summary = {k: v for k, v in last.items() if not isinstance(v, (list, dict))}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     _print_summary(last, out)
     return summary
 

@@ -114,6 +114,9 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
             print(f"{out} has no checkpoint: running again from round 0 with its saved "
                   "options", file=sys.stderr)
     atomic_write_text(out / "run_options.json", json.dumps(opts.saved(options), indent=1))
+    marker = out / "diverged.json"      # an earlier attempt's (written below, by pflt)
+    if marker.is_file() and not marker.is_symlink():
+        marker.unlink()
     print(f"{options['algorithm']} on {fed.name}: N={fed.num_clients}, "
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
           f"model={options['model']}, device={fed.device}"
@@ -128,6 +131,9 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
                                     "model_options": {"hidden": options["hidden"],
                                                       "l2": options["l2"]}})
     except DivergenceError as exc:
+        # the marker pflt compare reads: this run stopped by divergence, not by a kill
+        atomic_write_text(out / "diverged.json", json.dumps(
+            {"round": getattr(exc, "round", None), "reason": str(exc)}, indent=1))
         print(f"pflt run: error: {exc} (history in {out})", file=sys.stderr)
         return None
     last = result.history.last()

@@ -107,15 +107,20 @@ def publish(stage: Path, out: Path, command: str) -> list[Path]:
         if (out / name).is_dir():
             raise UnsafeOutputError(f"{out / name} is a directory; pflt writes a file there")
     previous = _recorded(out, command)
+    manifest = manifest_path(out, command)
+    refuse_link(manifest)
+    # the new record is written while still aside (a full disk fails here, OUT untouched);
+    # from here on only renames, which need no space
+    staged_manifest = atomic_write_text(stage / manifest.name, json.dumps(
+        {"command": f"pflt {command}", "files": names}, indent=1))
     published = []
     for name in names:
         dest_dir = safe_subdir(out, Path(name).parent) if Path(name).parent.parts else out
         dest = refuse_link(dest_dir / Path(name).name)
         os.replace(stage / name, dest)
         published.append(dest)
+    os.replace(staged_manifest, manifest)
     _remove_stale(out, [n for n in previous if n not in set(names)])
-    atomic_write_text(manifest_path(out, command),
-                      json.dumps({"command": f"pflt {command}", "files": names}, indent=1))
     return published
 
 

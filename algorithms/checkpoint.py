@@ -23,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from algorithms.base import State
+from pfl_theory.safe_files import atomic_save
 
 FORMAT = "pfl-theory-checkpoint-2"
 FORMATS = ("pfl-theory-checkpoint-1", FORMAT)
@@ -69,14 +69,8 @@ def save_checkpoint(path: str | Path, state: State, algorithm,
     payload = {"format": FORMAT, **{k: v for k, v in records.items() if k != "layout"},
                "models": models, "tensors": tensors,
                "digests": {k: _digest(records[k]) for k in DIGESTED}}
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        torch.save(payload, tmp)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    return path
+    # temp file + rename (never through a link); a full disk is the OSError, no temporary
+    return atomic_save(path, lambda fh: torch.save(payload, fh))
 
 
 def _need(path, payload: dict, key: str, kind: type) -> Any:

@@ -84,6 +84,11 @@ def claim_out_dir(out_dir: str | Path, config: dict[str, Any], *, overwrite: boo
     out = Path(out_dir)
     if not out.is_dir():
         return
+    for name in RUN_FILES:      # checked before anything is read or removed
+        if (out / name).is_symlink():
+            raise RunDirectoryError(f"{out / name} is a symbolic link; pflt does not read or "
+                                    "write run files through links: remove it or choose "
+                                    "another --out")
     if overwrite:
         remove_run_files(out)
         return

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +38,7 @@ import torch
 from tqdm.auto import tqdm
 
 from algorithms.base import State
+from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.checkpoint import save_checkpoint
 from algorithms.evaluation import evaluate_models, summarize
 from algorithms.run_files import check_history, read_history_lines, read_json
@@ -172,12 +173,10 @@ class History:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(out / HISTORY_LINES, "".join(_line(e) for e in self.entries))
-        tmp = out / "history.csv.tmp"
-        with open(tmp, "w", newline="") as fh:
+        with atomic_open(out / "history.csv", "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=self._scalars(), extrasaction="ignore")
             writer.writeheader()
             writer.writerows(self.entries)
-        os.replace(tmp, out / "history.csv")
         self._write_json(out)
 
     def save_json(self, out_dir: str | Path) -> None:
@@ -201,11 +200,11 @@ class History:
         if len(self.entries) == 1:          # the csv header comes from the first entry
             self.save(out)
             return
-        with open(out / HISTORY_LINES, "a") as fh:
-            fh.write(_line(self.entries[-1]))
-        with open(out / "history.csv", "a", newline="") as fh:
-            csv.DictWriter(fh, fieldnames=self._scalars(),
-                           extrasaction="ignore").writerow(self.entries[-1])
+        append_text(out / HISTORY_LINES, _line(self.entries[-1]))
+        row = io.StringIO(newline="")
+        csv.DictWriter(row, fieldnames=self._scalars(),
+                       extrasaction="ignore").writerow(self.entries[-1])
+        append_text(out / "history.csv", row.getvalue())
 
     def _scalars(self) -> list[str]:
         first = self.entries[0] if self.entries else {}
@@ -243,9 +242,7 @@ class RunResult:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)     # temp + rename, never through a link
 
 
 def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: bool = True

@@ -18,10 +18,12 @@ it), nothing on stderr.  Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
 import sys
+import warnings
 
 from pfl_theory import __version__
 
@@ -117,7 +119,8 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with _one_line_warnings(args.command):
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -126,6 +129,30 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(f"pflt {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
+
+
+#: warnings about the user's input, printed as ``pflt <command>: warning: <message>``
+ONE_LINE_WARNINGS = ("DegenerateDataWarning",)
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command: str):
+    """Show :data:`ONE_LINE_WARNINGS` as one line on stderr (Python's default shows the
+    file, the line number and the source line)."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__name__ in ONE_LINE_WARNINGS:
+            print(f"pflt {command}: warning: {' '.join(str(message).split())}",
+                  file=sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
 
 
 if __name__ == "__main__":  # pragma: no cover

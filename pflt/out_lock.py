@@ -78,12 +78,29 @@ def check_out_dir(out: str | Path) -> Path:
     return out
 
 
+def lock_holder(out: str | Path) -> int | None:
+    """The process id of a live run holding ``OUT/.lock`` on this host, else ``None`` (no
+    lock, a stale one, or one from another host: its process cannot be checked)."""
+    path = Path(out) / LOCK_NAME
+    if path.is_symlink() or not path.is_file():
+        return None
+    owner = _owner(path)
+    pid = owner.get("pid")
+    if (owner.get("host") == socket.gethostname() and isinstance(pid, int)
+            and not isinstance(pid, bool) and _alive(pid)):
+        return pid
+    return None
+
+
 @contextlib.contextmanager
 def out_lock(out: str | Path) -> Iterator[Path]:
     """Hold ``OUT/.lock`` for the duration of the block (see module docstring)."""
     out = check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / LOCK_NAME
+    if path.is_symlink():
+        raise UserError(f"{path} is a symbolic link, not a pflt lock; remove it or choose "
+                        "another --out")
     for _ in range(2):
         if _try_create(path):
             break

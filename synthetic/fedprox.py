@@ -152,8 +152,12 @@ def federation(alpha: float = 0.5, beta: float = 0.5, *, iid: bool = False,
     sizes, clients = draw(alpha, beta, iid=iid, num_clients=num_clients, dim=dim,
                           num_classes=num_classes, size_multiplier=size_multiplier, seed=seed,
                           max_client_size=max_client_size)
+    from synthetic.degenerate import warn_if_degenerate
+
     cap = "" if max_client_size is None else f",max={max_client_size}"
-    return Federation.from_client_stream(
+    fed = Federation.from_client_stream(
         sizes, clients, feature_shape=(dim,), num_classes=num_classes,
         train_fraction=train_fraction, seed=seed, device=device, dtype=dtype,
         name=f"synthetic({alpha},{beta}{',iid' if iid else ''}{cap})")
+    warn_if_degenerate(fed, hint="alpha or beta too large?")
+    return fed

@@ -94,10 +94,14 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
                                              alpha=spec.dirichlet_alpha, seed=spec.seed)
     else:
         part = partition.iid_partition(x, y, num_clients=spec.num_clients, seed=spec.seed)
-    return Federation.from_client_arrays(
+    from synthetic.degenerate import warn_if_degenerate
+
+    fed = Federation.from_client_arrays(
         part.xs, part.ys, num_classes=int(y.max()) + 1, train_fraction=spec.train_fraction,
         seed=spec.seed, max_client_size=cap, device=device, dtype=dtype,
         name=f"{name}/{spec.partition}")
+    warn_if_degenerate(fed)
+    return fed
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,12 +8,20 @@ Examples::
 
 Every figure module writes a PNG and the CSV of its plotted data into ``--out`` (default
 ``figures_out``). A module that raises is reported as failed with its error and the exit
-code is 1; the other modules still run.
+code is 1; the other modules still run.  The figures that summarise ``pflt verify`` results
+(``verification_summary``, ``bound_tightness``) draw the results given by ``--from DIR``
+(else ``./verify_out`` if present) and the command prints which file that was and what it
+covers (checks, kinds, size, time); they never search for results on their own.
+``--out`` is locked while the modules run; they write aside first, and their files replace
+the previous ones only when all have run (a user's other files in ``--out`` stay; nothing is
+written through a symbolic link).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 from pathlib import Path
 
 from pflt.cli import UserError
@@ -32,17 +40,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true",
                    help="tiny problem sizes (seconds per figure), for smoke tests")
     p.add_argument("--seed", type=int, default=0, help="seed passed to every figure (default 0)")
-    p.add_argument("--verify-results", metavar="PATH", type=Path, default=None,
-                   help="pflt verify output (results.json or its directory) drawn by the "
-                   "figures that summarise verify results (default: ./verify_out if present)")
+    p.add_argument("--from", "--verify-results", dest="verify_results", metavar="DIR",
+                   type=Path, default=None,
+                   help="the pflt verify output (its directory or results.json) that the "
+                   "verify-summary figures draw (default: ./verify_out if present); the "
+                   "command prints which results were drawn")
     p.add_argument("--list", action="store_true", help="list the figure modules and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.set_defaults(func=run)
 
 
+#: the figure modules that draw ``pflt verify`` results (``--from``)
+DRAW_VERIFY_RESULTS = ("verification_summary", "bound_tightness")
+
+
 def run(args: argparse.Namespace) -> int:
     from paper_figures import driver
-    from pflt.out_lock import check_out_dir
+    from pflt.out_lock import check_out_dir, out_lock
+    from pflt.staged_out import staged
     from pfl_theory.threads import set_torch_threads
 
     set_torch_threads()
@@ -55,17 +70,74 @@ def run(args: argparse.Namespace) -> int:
             print(name if callable(target) else f"{name}  (import failed: {target})")
         print(f"{len(found)} figure module(s)")
         return 0
-    check_out_dir(args.out)
-    if args.verify_results is not None:
-        import os
+    out = check_out_dir(args.out)
+    results = _verify_results(args.verify_results)
+    with out_lock(out):
+        with staged(out, "figures") as stage, _results_env(results):
+            # the modules write into a fresh staging directory; its files replace the
+            # previous ones in OUT only once every module ran (pflt.staged_out)
+            found = driver.run_figures(out_dir=stage, only=args.only, quick=args.quick,
+                                       seed=args.seed, progress=not args.no_progress)
+            found = [dataclasses.replace(r, files=tuple(
+                out / p.relative_to(stage) if p.is_relative_to(stage) else p
+                for p in r.files)) for r in found]
+    print(driver.format_results(found))
+    if any(r.name in DRAW_VERIFY_RESULTS for r in found):
+        print(describe_results(results))
+    print(f"output directory: {out}")
+    return 1 if any(not r.ok for r in found) else 0
 
-        from paper_figures._io import RESULTS_ENV_VAR
 
-        if not args.verify_results.exists():
-            raise FileNotFoundError(f"--verify-results {args.verify_results} does not exist")
-        os.environ[RESULTS_ENV_VAR] = str(args.verify_results)
-    results = driver.run_figures(out_dir=args.out, only=args.only, quick=args.quick,
-                                 seed=args.seed, progress=not args.no_progress)
-    print(driver.format_results(results))
-    print(f"output directory: {args.out}")
-    return 1 if any(not r.ok for r in results) else 0
+def _verify_results(given: Path | None) -> Path | None:
+    """The results.json the verify-summary figures draw: ``--from`` (which must hold one),
+    else ``./verify_out/results.json`` if it exists, else ``None`` (they say so)."""
+    if given is None:
+        default = Path("verify_out") / "results.json"
+        return default if default.is_file() else None
+    path = given / "results.json" if given.is_dir() else given
+    if not path.is_file():
+        raise FileNotFoundError(f"--from {given}: no pflt verify results.json there")
+    return path
+
+
+@contextlib.contextmanager
+def _results_env(path: Path | None):
+    """Name ``path`` to the figure modules (``$PFLT_RESULTS_JSON``) for the block only; with
+    ``None`` a name that holds nothing, so no module searches for results on its own."""
+    import os
+
+    from paper_figures._io import RESULTS_ENV_VAR
+
+    before = os.environ.get(RESULTS_ENV_VAR)
+    os.environ[RESULTS_ENV_VAR] = str(path.resolve()) if path is not None else ""
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(RESULTS_ENV_VAR, None)
+        else:
+            os.environ[RESULTS_ENV_VAR] = before
+
+
+def describe_results(path: Path | None) -> str:
+    """One line saying which verify results the summary figures drew and what they cover
+    (a ``--kind bound`` run is visibly a partial one)."""
+    import json
+    from collections import Counter
+
+    if path is None:
+        return ("verify results drawn: none (no --from and no ./verify_out/results.json); "
+                "the verify-summary figures say so")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        checks = [c for c in data.get("checks", []) if isinstance(c, dict)]
+        kinds = Counter(str(c.get("kind")) for c in checks)
+        papers = {str(c.get("paper")) for c in checks}
+        env = data.get("environment") or {}
+        what = (f"{len(checks)} check(s) of {len(papers)} paper(s), kinds "
+                + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+                + f"; size {data.get('size', '?')}, seeds {data.get('seeds', '?')}, "
+                f"written {env.get('time_utc', '?') if isinstance(env, dict) else '?'}")
+    except (OSError, ValueError, AttributeError, TypeError):
+        what = "not a readable pflt verify results.json"
+    return f"verify results drawn: {path} ({what})"

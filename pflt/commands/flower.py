@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from pfl_theory.safe_files import atomic_write_text
 from pflt.cli import UserError
 from pflt.commands import run_options as opts
 
@@ -52,8 +53,12 @@ def run(args) -> int:
     except ImportError:
         raise UserError(INSTALL_HINT) from None
     options = opts.resolve(args)
-    from pflt.out_lock import check_out_dir
-    check_out_dir(options["out"])
+    from pflt.out_lock import out_lock
+    with out_lock(options["out"]):
+        return _run_locked(args, options)
+
+
+def _run_locked(args, options: dict) -> int:
     from algorithms.checkpoint import load_checkpoint
     from algorithms.models import build_model
     from algorithms.flower.local import simulate
@@ -74,8 +79,7 @@ def run(args) -> int:
         if state.round >= options["rounds"]:
             raise UserError(f"the checkpoint is already at round {state.round}; "
                             f"pass --rounds larger than that to continue")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "run_options.json").write_text(json.dumps(opts.saved(options), indent=1))
+    atomic_write_text(out / "run_options.json", json.dumps(opts.saved(options), indent=1))
     print(f"{options['algorithm']} under Flower ({args.backend}): N={fed.num_clients} clients, "
           f"{options['rounds']} rounds, model={options['model']}"
           + (f", resuming at round {state.round}" if state else ""), file=sys.stderr)
@@ -94,8 +98,8 @@ def run(args) -> int:
         ref = run_engine(algorithm, fed, model, rounds=options["rounds"], seed=options["seed"],
                          eval_every=options["rounds"], progress=False).state
         summary["max_abs_difference_vs_engine"] = max_difference(result.state, ref)
-    (out / "flower_history.json").write_text(json.dumps(result.history, indent=1))
-    (out / "flower_summary.json").write_text(json.dumps(summary, indent=1))
+    atomic_write_text(out / "flower_history.json", json.dumps(result.history, indent=1))
+    atomic_write_text(out / "flower_summary.json", json.dumps(summary, indent=1))
     for key, value in summary.items():
         print(f"{key:<32}{value}")
     print(f"results: {out}/flower_history.json, {out}/flower_summary.json")

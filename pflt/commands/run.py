@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from pfl_theory.safe_files import atomic_write_text
 from pflt.cli import UserError
 from pflt.commands import run_options as opts
 
@@ -118,7 +119,10 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
                   "options", file=sys.stderr)
         claim_out_dir(out, cfg, overwrite=bool(options.get("overwrite")),
                       hint="pass --overwrite to replace it")
-    (out / "run_options.json").write_text(json.dumps(opts.saved(options), indent=1))
+    atomic_write_text(out / "run_options.json", json.dumps(opts.saved(options), indent=1))
+    marker = out / "diverged.json"      # an earlier attempt's (written below, by pflt)
+    if marker.is_file() and not marker.is_symlink():
+        marker.unlink()
     print(f"{options['algorithm']} on {fed.name}: N={fed.num_clients}, "
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
           f"model={options['model']}, device={fed.device}"
@@ -129,11 +133,14 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
                             out_dir=out, progress=progress, state=state, history=history,
                             checkpoint_every=options["checkpoint_every"], config=config)
     except DivergenceError as exc:
+        # the marker pflt compare reads: this run stopped by divergence, not by a kill
+        atomic_write_text(out / "diverged.json", json.dumps(
+            {"round": getattr(exc, "round", None), "reason": str(exc)}, indent=1))
         print(f"pflt run: error: {exc} (history in {out})", file=sys.stderr)
         return None
     last = result.history.last()
     summary = {k: v for k, v in last.items() if not isinstance(v, (list, dict))}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     _print_summary(last, out)
     return summary
 

@@ -35,7 +35,10 @@ import json
 import sys
 from pathlib import Path
 
+from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text, safe_subdir
 from pflt.cli import UserError
+from pflt.commands._sweep_input import (check_algorithm_tables, check_size, check_values,
+                                        read_toml, to_toml)
 from pflt.out_lock import out_dir
 
 
@@ -86,22 +89,6 @@ def grid(sweep: dict, per_algorithm: dict | None = None, base_algorithm: str = "
 RESERVED = {"out", "resume", "config"}
 
 
-def read_toml(path: Path) -> dict:
-    """The TOML file ``path`` or a one-line :class:`UserError`."""
-    from pflt.commands.run_options import tomllib
-
-    if not path.exists():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    if not path.is_file():
-        raise UserError(f"config {path} is not a file")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
-
-
 def read_log(log: Path) -> list[dict]:
     """Records of ``sweep.jsonl``.  A torn last line (a sweep killed while appending) is
     dropped with a warning and the file rewritten without it; any other malformed line is a
@@ -122,7 +109,7 @@ def read_log(log: Path) -> list[dict]:
             if n == len(lines):
                 print(f"warning: {log}: dropping the torn last line {n} (an interrupted "
                       "write); its point runs again", file=sys.stderr)
-                log.write_text("".join(x + "\n" for x in lines[:-1]))
+                atomic_write_text(log, "".join(x + "\n" for x in lines[:-1]))
                 break
             raise UserError(f"{log} line {n} is not a sweep record; move the file away "
                             "to start the sweep afresh") from None
@@ -150,34 +137,52 @@ def cell_hash(options: dict) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def cells(points: list[dict], base: Path, out: Path, no_progress: bool) -> list[dict]:
-    """Every point's resolved options, validated before anything runs."""
+def cells(points: list[dict], base: Path, out: Path, no_progress: bool,
+          source: Path | None = None) -> list[dict]:
+    """Every point's resolved options, validated before anything runs.  An error names the
+    user's sweep file ``source`` (never ``base``, the ``OUT/base.toml`` written from it)
+    and the point."""
     from pflt.cli import build_parser
     from pflt.commands import run_options as opts
 
     parser, actions = build_parser(), opts._actions()
     found = []
     for i, point in enumerate(points):
-        bad = sorted(k for k in point if k.replace("-", "_") in RESERVED)
-        if bad:
-            raise UserError(f"[sweep] cannot set {', '.join(bad)}: every cell writes to "
-                            f"{out}/point-<i>/")
-        argv = ["run", "--config", str(base), "--out", str(out / f"point-{i:03d}")]
-        for k, v in point.items():
-            dest = k.replace("-", "_")
-            dest = dest if dest in actions else f"hp_{dest}"
-            if dest not in actions:
-                raise UserError(f"[sweep] unknown option {k!r}")
-            opts.coerce(dest, v, actions[dest], "[sweep]")
-            argv += [f"--{k.replace('_', '-')}", _argv_value(v)]
-        if no_progress:
-            argv.append("--no-progress")
-        ns = parser.parse_args(argv)
-        ns.argv = argv
-        options = opts.resolve(ns)
-        found.append({"index": i, "point": point, "options": options,
-                      "hash": cell_hash(options)})
+        try:
+            found.append(_cell(i, point, parser, actions, base, out, no_progress))
+        except (UserError, ValueError) as exc:
+            if source is None:
+                raise
+            text = str(exc).replace(str(base), f"{source} (its base options)")
+            if str(source) not in text:
+                text = f"{source}: point {i + 1}/{len(points)} {point}: {text}"
+            raise type(exc)(text) from None
     return found
+
+
+def _cell(i: int, point: dict, parser, actions: dict, base: Path, out: Path,
+          no_progress: bool) -> dict:
+    from pflt.commands import run_options as opts
+
+    bad = sorted(k for k in point if k.replace("-", "_") in RESERVED)
+    if bad:
+        raise UserError(f"[sweep] cannot set {', '.join(bad)}: every cell writes to "
+                        f"{out}/point-<i>/")
+    argv = ["run", "--config", str(base), "--out", str(out / f"point-{i:03d}")]
+    for k, v in point.items():
+        dest = k.replace("-", "_")
+        dest = dest if dest in actions else f"hp_{dest}"
+        if dest not in actions:
+            raise UserError(f"[sweep] unknown option {k!r}")
+        opts.coerce(dest, v, actions[dest], "[sweep]")
+        # --key=value: a value starting with "-" (-1e-5) is not taken for an option
+        argv.append(f"--{k.replace('_', '-')}={_argv_value(v)}")
+    if no_progress:
+        argv.append("--no-progress")
+    ns = parser.parse_args(argv)
+    ns.argv = argv
+    options = opts.resolve(ns)
+    return {"index": i, "point": point, "options": options, "hash": cell_hash(options)}
 
 
 def run(args) -> int:
@@ -186,22 +191,27 @@ def run(args) -> int:
 
     path = Path(args.config)
     raw = read_toml(path)
+    check_values(raw, path)
     bad = sorted(k for k in raw if k.replace("-", "_") in RESERVED)
     if bad:
         raise UserError(f"{path}: {', '.join(bad)} cannot be set in a sweep config (every "
                         f"cell writes to --out/point-<i>/)")
     per_algorithm = raw.pop("algorithms", {})
-    if not isinstance(per_algorithm, dict):
-        raise UserError("[algorithms] must hold one table per algorithm, e.g. [algorithms.pfedme]")
     sweep = raw.pop("sweep", {})
-    if not isinstance(sweep, dict):
-        raise UserError("[sweep] must be a table of lists, e.g. [sweep] seed = [0, 1]")
-    points = grid(sweep, per_algorithm, str(raw.get("algorithm", "pfedme")))
+    base_algorithm = str(raw.get("algorithm", "pfedme"))
+    swept = sweep.get("algorithm", [base_algorithm])
+    check_algorithm_tables(per_algorithm, {str(a) for a in (swept if isinstance(swept, list)
+                                                            else [swept])}, path)
+    size = check_size(sweep, per_algorithm, base_algorithm, path)
+    points = grid(sweep, per_algorithm, base_algorithm)
     out = Path(args.out)
+    check_base(raw, path)
     with out_lock(out):
         base = out / "base.toml"
-        base.write_text(_to_toml(raw))
-        todo = cells(points, base, out, args.no_progress)
+        atomic_write_text(base, to_toml(raw))
+        if size > 200:
+            print(f"validating the {size} points of {path} …", file=sys.stderr)
+        todo = cells(points, base, out, args.no_progress, source=path)
         log = out / "sweep.jsonl"
         current = {c["hash"] for c in todo}
         old = read_log(log)
@@ -217,15 +227,15 @@ def run(args) -> int:
                 print(f"point {i + 1}/{len(points)} {point}: done, skipped")
                 continue
             print(f"point {i + 1}/{len(points)} {point}")
+            safe_subdir(out, f"point-{i:03d}")   # a real directory inside OUT, not a link
             # the point's directory is the sweep's: a point run again replaces its files
             summary = run_cmd.execute({**cell["options"], "overwrite": True},
                                       progress=not args.no_progress)
-            record = {"point": point, "out": str(out / f"point-{i:03d}"),
+            # "out" relative to the sweep directory: a copied sweep reads its own points
+            record = {"point": point, "index": i, "out": f"point-{i:03d}",
                       "config_hash": cell["hash"], "diverged": summary is None,
                       "final": summary or {}}
-            with open(log, "a") as fh:
-                fh.write(json.dumps(record) + "\n")
-                fh.flush()
+            append_text(log, json.dumps(record) + "\n")
             done.append(record)
             finished.add(cell["hash"])
         _write_summary(out / "summary.csv", done)
@@ -235,10 +245,27 @@ def run(args) -> int:
     return 0
 
 
+def check_base(raw: dict, path: Path) -> None:
+    """Every base option converted and checked as ``pflt run --config`` would, but against
+    the user's file (not the ``OUT/base.toml`` written from it)."""
+    from pflt.commands import run_options as opts
+
+    actions = opts._actions()
+    for key, value in raw.items():
+        table = value if isinstance(value, dict) else {key: value}
+        for k, v in table.items():
+            dest = k.replace("-", "_")
+            dest = dest if dest in actions and key != "hyperparameters" else f"hp_{dest}"
+            if dest not in actions or dest in ("hp_config", "hp_resume"):
+                where = f"[{key}] " if isinstance(value, dict) else ""
+                raise UserError(f"{path}: unknown option {where}{k!r}")
+            opts.coerce(dest, v, actions[dest], str(path))
+
+
 def _write_summary(path: Path, records: list[dict]) -> None:
     point_keys = sorted({k for r in records for k in r["point"]})
     metric_keys = sorted({k for r in records for k in r["final"]})
-    with open(path, "w", newline="") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(point_keys + ["diverged"] + metric_keys)
         for r in records:
@@ -265,7 +292,7 @@ def _write_by_config(path: Path, records: list[dict]) -> str:
 
     metrics, groups = _by_config(records)
     keys = sorted({k for config, _ in groups for k in config})
-    with open(path, "w", newline="") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(keys + ["seeds", "diverged"]
                         + [f"{m}_{s}" for m in metrics for s in ("mean", "sd")])
@@ -281,16 +308,3 @@ def _write_by_config(path: Path, records: list[dict]) -> str:
         cells = [format_mean_sd(*mean_sd(r["final"].get(m) for r in recs)) for m in shown]
         lines.append(f"{label} | {len(recs)} | " + " | ".join(cells))
     return "\n".join(lines)
-
-
-def _to_toml(raw: dict) -> str:
-    lines, tables = [], []
-    for k, v in raw.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        else:
-            lines.append(f"{k} = {json.dumps(v)}")
-    for name, table in tables:
-        lines.append(f"[{name}]")
-        lines.extend(f"{k} = {json.dumps(v)}" for k, v in table.items())
-    return "\n".join(lines) + "\n"

@@ -8,8 +8,11 @@ Examples::
 
 The default size is **full** (each check's ``full`` parameters); ``--quick`` uses each
 check's ``quick`` parameters (well under 10 s per check). Outputs go to ``--out``
-(default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the previous run's
-outputs there are replaced; report.md groups the checks by verdict. Exit code 0 when every
+(default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the files the
+previous ``pflt verify`` wrote there are replaced, anything else in ``--out`` is left alone
+(nothing is written through a symbolic link; ``--out`` is locked while the checks run;
+everything is written aside first, so an error or a full disk leaves the previous outputs
+as they were); report.md groups the checks by verdict. Exit code 0 when every
 check ran (HOLDS, FAILS, ERRATUM or INCONCLUSIVE — a FAILS is a finding about the paper or our
 reading of it, not a crash), 1 if any check ended in ERROR,
 2 for a usage error. With ``--list``, exit 1 if a check module fails to import.
@@ -71,17 +74,28 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.threads import set_torch_threads
-    from pflt.out_lock import check_out_dir
+    from pflt.out_lock import check_out_dir, out_lock
+    from pflt.staged_out import staged
     from verification.core import runner
+    from verification.core.report import format_table
 
     set_torch_threads()
 
     if args.seeds < 1:
         raise UserError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.only is not None and not any(p.strip() for item in args.only
+                                         for p in item.split(",")):
+        raise UserError(f"--only {','.join(args.only)!r} names no pattern; give a glob "
+                        "such as 'pfedme.*' (or leave --only out to run every check)")
     if args.list:
         return list_checks(args.only, args.kind)
-    check_out_dir(args.out)
-    suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
-                                  seeds=args.seeds, out_dir=args.out,
-                                  progress=not args.no_progress)
+    out = check_out_dir(args.out)
+    with out_lock(out), staged(out, "verify") as stage:
+        # the checks write into a fresh staging directory; its files replace the previous
+        # run's in OUT only once everything is written (pflt.staged_out)
+        suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
+                                      seeds=args.seeds, out_dir=stage,
+                                      progress=not args.no_progress, echo=False)
+    print(format_table(suite))
+    print(f"wrote {out / 'report.md'} and {out / 'results.json'}")
     return suite.exit_code

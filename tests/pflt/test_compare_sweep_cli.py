@@ -40,20 +40,51 @@ def test_mean_sd_is_the_sample_statistics():
     assert format_mean_sd(0.5, float("nan"), 1) == "0.5000 ± –"
 
 
+def _csv(out):
+    return list(csv.DictReader(open(out / "compare.csv")))
+
+
 def test_compare_groups_seeds_and_reports_mean_sd(four_runs, tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["compare", *map(str, four_runs), "--metric", "*_accuracy",
                  "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "2 configuration(s)" in printed
-    rows = {r["configuration"]: r for r in csv.DictReader(open(out / "compare.csv"))}
-    assert set(rows) == {"fedavg", "pfedme"}  # labelled by what differs: only the algorithm
-    fed = rows["fedavg"]
-    assert fed["seeds"] == "2" and rows["pfedme"]["seeds"] == "2"
+    rows = _csv(out)
+    assert {r["configuration"] for r in rows} == {"fedavg", "pfedme"}  # only the algorithm differs
+    last = {(r["configuration"], r["metric"]): r for r in rows if r["at"] == "last"}
+    fed = last[("fedavg", "global_accuracy")]
     finals = [json.loads((d / "summary.json").read_text())["global_accuracy"]
               for d in four_runs[:2]]
-    assert fed["global_accuracy"] == format_mean_sd(*mean_sd(finals))
+    mean, sd, n = mean_sd(finals)
+    # numeric columns, not "0.7267 ± 0.0045" strings
+    assert (float(fed["mean"]), float(fed["sd"]), int(fed["n"])) == (
+        pytest.approx(mean), pytest.approx(sd), 2)
+    assert fed["finished"] == "2" and fed["unfinished"] == "0"
+    assert "global_accuracy (last)" in printed and format_mean_sd(mean, sd, n) in printed
     assert (out / "compare.png").stat().st_size > 0 and (out / "compare.md").exists()
+
+
+def test_compare_headline_names_each_papers_model_at_last_and_best(four_runs, tmp_path,
+                                                                   capsys):
+    out = tmp_path / "cmp"
+    assert main(["compare", *map(str, four_runs), "--metric", "*_accuracy",
+                 "--out", str(out)]) == 0
+    head = {(r["configuration"], r["at"]): r for r in _csv(out)
+            if r["metric"] == "headline_accuracy"}
+    assert head[("fedavg", "last")]["model"] == "global"
+    assert head[("pfedme", "last")]["model"] == "personalized"
+    # best = each run's best evaluated round (max over its history), then mean over seeds
+    best = [max(e["personalized_accuracy"] for e in json.loads(
+        (d / "history.json").read_text())["entries"]) for d in four_runs[2:]]
+    assert float(head[("pfedme", "best")]["mean"]) == pytest.approx(statistics.mean(best))
+    last = [json.loads((d / "summary.json").read_text())["personalized_accuracy"]
+            for d in four_runs[2:]]
+    assert float(head[("pfedme", "last")]["mean"]) == pytest.approx(statistics.mean(last))
+    printed = capsys.readouterr().out
+    assert "| headline |" in printed and "best headline accuracy (best round)" in printed
+    assert main(["compare", *map(str, four_runs), "--at", "best", "--out", str(out)]) == 0
+    assert {r["at"] for r in _csv(out)} == {"best"}
 
 
 def test_compare_metric_that_does_not_exist_is_a_user_error(four_runs, tmp_path, capsys):
@@ -92,7 +123,8 @@ def test_sweep_over_algorithms_with_per_algorithm_tables_and_mean_sd(tmp_path, c
     # fedavg: 2 seeds; pfedme: 2 λ × 2 seeds
     assert len(records) == 6
     for r in records:
-        hp = json.loads((__import__("pathlib").Path(r["out"]) / "history.json").read_text()
+        assert r["out"] == f"point-{r['index']:03d}"  # relative to the sweep directory
+        hp = json.loads((out / r["out"] / "history.json").read_text()
                         )["config"]["hyperparameters"]
         if r["point"]["algorithm"] == "fedavg":
             assert hp["lr"] == 0.05 and "lam" not in hp

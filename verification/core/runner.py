@@ -18,12 +18,13 @@ so one broken module does not hide the others. Outputs in the output directory:
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import importlib
+import json
 import os
 import pkgutil
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -182,12 +183,29 @@ def _remove_empty(path: Path, *, stop: Path) -> None:
 
 
 def clear_previous(out_dir: Path) -> None:
-    """Remove the outputs of an earlier run in ``out_dir`` (only the files the runner
-    writes), so stale figures are not linked to a new report."""
+    """Remove the outputs of an earlier run in ``out_dir``: ``results.json``, ``report.md``
+    and the figure files that results.json lists — nothing else (a user's files under
+    ``figures/`` stay; no link is followed; directories go only when left empty)."""
     out_dir = Path(out_dir)
-    shutil.rmtree(out_dir / "figures", ignore_errors=True)
+    try:
+        old = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+        listed = [f for c in old.get("checks", []) for f in c.get("figures", [])]
+    except (OSError, ValueError, AttributeError, TypeError):
+        listed = []
+    for name in listed:
+        rel = Path(str(name))
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts or rel.parts[0] != "figures":
+            continue
+        path = out_dir
+        if any((path := path / part).is_symlink() for part in rel.parts):
+            continue
+        if path.is_file():
+            path.unlink()
+            with contextlib.suppress(OSError):
+                _remove_empty(path.parent, stop=out_dir / "figures")
     for name in ("results.json", "report.md"):
-        (out_dir / name).unlink(missing_ok=True)
+        if not (out_dir / name).is_symlink():
+            (out_dir / name).unlink(missing_ok=True)
 
 
 def run_and_report(*, only: Iterable[str] | str | None = None,

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -34,8 +35,8 @@ UNAVAILABLE = {ErrorCode.NODE_UNAVAILABLE, ErrorCode.MESSAGE_UNAVAILABLE,
 class PollingGrid(Grid):
     """``grid`` with a ``poll``-second reply loop and a record of each message's node."""
 
-    def __init__(self, grid: Grid, poll: float = 0.05):
-        self.inner, self.poll = grid, float(poll)
+    def __init__(self, grid: Grid, poll: float = 0.05, abort: threading.Event | None = None):
+        self.inner, self.poll, self.abort = grid, float(poll), abort
         self.destination: dict[str, int] = {}
         _short_object_backoff(grid, self.poll)
 
@@ -80,6 +81,7 @@ class PollingGrid(Grid):
                 break
             if end is not None and time.monotonic() >= end:
                 break
+            check(self.abort)
             time.sleep(self.poll)
         return replies
 
@@ -158,12 +160,23 @@ class Rejoin:
         return [r for r in got if not r.has_error()]
 
 
-def wait_for_nodes(grid: Grid, n: int, wait_seconds: float) -> list[int]:
+class Aborted(RuntimeError):
+    """The runtime around the server ended (e.g. Ray failed to start): stop waiting."""
+
+
+def check(abort: threading.Event | None) -> None:
+    if abort is not None and abort.is_set():
+        raise Aborted("the Flower runtime ended; the server stops waiting")
+
+
+def wait_for_nodes(grid: Grid, n: int, wait_seconds: float,
+                   abort: threading.Event | None = None) -> list[int]:
     """The connected node ids once there are at least ``n`` (error after ``wait_seconds``)."""
     end = time.monotonic() + wait_seconds
     while len(nodes := list(grid.get_node_ids())) < n:
         if time.monotonic() > end:
             raise TimeoutError(f"only {len(nodes)} of {n} client nodes connected within "
                                f"{wait_seconds} s")
+        check(abort)
         time.sleep(0.1)
     return nodes

@@ -111,11 +111,13 @@ class LocalDeployment:
         link = self._spawn("superlink", ["flower-superlink", "--insecure", "--port", str(self.port),
                                          "--disable-runtime-dependency-installation"])
         wait_for_port(self.port, 60, link)
-        for i in range(len(self.data_paths)):
-            self.start_node(i)
+        started = [self.start_node(i, wait=False) for i in range(len(self.data_paths))]
+        for proc, port in started:
+            wait_for_port(port, 60, proc)
 
-    def start_node(self, i: int) -> subprocess.Popen:
-        """(Re)start the SuperNode of client ``i`` (a restarted one gets a new node id)."""
+    def start_node(self, i: int, *, wait: bool = True) -> tuple[subprocess.Popen, int]:
+        """(Re)start the SuperNode of client ``i`` (a restarted one gets a new node id);
+        ``(process, its Runtime API port)``, once the port listens if ``wait``."""
         port = free_port()
         if self.fast:
             cmd = [sys.executable, "-m", "algorithms.flower.supernode", "--poll", str(self.poll)]
@@ -124,8 +126,9 @@ class LocalDeployment:
         cmd += ["--insecure", "--superlink", f"127.0.0.1:{self.port}", "--port", str(port),
                 "--node-config", f'partition-id={i} data-path="{self.data_paths[i]}"']
         proc = self._spawn(f"supernode{i}", cmd)
-        wait_for_port(port, 60, proc)
-        return proc
+        if wait:
+            wait_for_port(port, 60, proc)
+        return proc, port
 
     def kill_node(self, i: int) -> None:
         """SIGKILL the SuperNode of client ``i`` and its helpers (a crash, not a shutdown)."""

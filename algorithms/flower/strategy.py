@@ -46,6 +46,7 @@ loaded state as ``state`` to resume.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from logging import INFO
 from pathlib import Path
@@ -75,8 +76,10 @@ class PFLStrategy(Strategy):
     def __init__(self, settings: Settings, *, num_rounds: int, eval_every: int = 1,
                  device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                  state: State | None = None, checkpoint: str | Path | None = None,
-                 checkpoint_every: int | None = None, poll: float = 0.05):
+                 checkpoint_every: int | None = None, poll: float = 0.05,
+                 abort: threading.Event | None = None):
         self.settings = settings
+        self.abort = abort
         self.poll = positive("poll", poll)
         self.num_rounds = positive_int("num_rounds", num_rounds)
         self.eval_every = positive_int("eval_every", eval_every)
@@ -106,9 +109,10 @@ class PFLStrategy(Strategy):
 
     def setup(self, grid: Grid) -> ArrayRecord:
         """Handshake with the ``N`` clients and initial state; returns the server models."""
-        grid = self.grid = grid if isinstance(grid, PollingGrid) else PollingGrid(grid, self.poll)
+        grid = self.grid = grid if isinstance(grid, PollingGrid) else \
+            PollingGrid(grid, self.poll, self.abort)
         n = self.settings.num_clients
-        nodes = wait_for_nodes(grid, n, self.wait_seconds)
+        nodes = wait_for_nodes(grid, n, self.wait_seconds, self.abort)
         msgs = [Message(self._handshake(), dst_node_id=node, message_type="query.setup")
                 for node in nodes]
         replies = grid.receive(set(grid.push_messages(msgs)), self.timeout,
@@ -432,12 +436,13 @@ class FlowerResult:
 def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every: int = 1,
                device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                state: State | None = None, checkpoint: str | Path | None = None,
-               checkpoint_every: int | None = None, poll: float = 0.05
-               ) -> Iterator[FlowerResult]:
+               checkpoint_every: int | None = None, poll: float = 0.05,
+               abort: threading.Event | None = None) -> Iterator[FlowerResult]:
     """The ServerApp body: each of ``runs`` in turn on the connected client nodes (setup,
     ``Strategy.start`` until round ``rounds``, collect); yields a :class:`FlowerResult` per
     run.  ``state`` (a checkpoint's full state) resumes from its round.  ``poll``: seconds
-    between two looks for replies (:class:`~algorithms.flower.exchange.PollingGrid`)."""
+    between two looks for replies (:class:`~algorithms.flower.exchange.PollingGrid`);
+    ``abort`` (set by the runtime around it): stop waiting and raise."""
     start = state.round if state is not None else 0
     if rounds <= start:
         raise ValueError(f"rounds={rounds} but the resumed state is already at round {start}")
@@ -445,7 +450,7 @@ def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every:
         strategy = PFLStrategy(settings, num_rounds=rounds - start, eval_every=eval_every,
                                device=device, timeout=timeout, wait_seconds=wait_seconds,
                                state=state, checkpoint=checkpoint,
-                               checkpoint_every=checkpoint_every, poll=poll)
+                               checkpoint_every=checkpoint_every, poll=poll, abort=abort)
         initial = strategy.setup(grid)
         flower = strategy.start(strategy.grid, initial, num_rounds=rounds - start,
                                 timeout=timeout)
@@ -457,7 +462,8 @@ def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eva
                     device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                     on_result: Callable[[FlowerResult], None] | None = None,
                     state: State | None = None, checkpoint: str | Path | None = None,
-                    checkpoint_every: int | None = None) -> ServerApp:
+                    checkpoint_every: int | None = None,
+                    abort: threading.Event | None = None) -> ServerApp:
     """A ``ServerApp`` running ``settings.algorithm`` until round ``rounds``; ``on_result``
     receives the :class:`FlowerResult` (the app itself returns nothing to Flower).
 
@@ -471,7 +477,8 @@ def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eva
     def main(grid: Grid, context: Context) -> None:
         for result in run_server(grid, runs, rounds=rounds, eval_every=eval_every, device=device,
                                  timeout=timeout, wait_seconds=wait_seconds, state=state,
-                                 checkpoint=checkpoint, checkpoint_every=checkpoint_every):
+                                 checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                                 abort=abort):
             if on_result is not None:
                 on_result(result)
 

@@ -19,7 +19,8 @@ with two changes:
   ``flwr-clientapp`` (Flower's own ``pull_task_input`` / ``push_message`` /
   ``push_task_output``), so the node's ``context.state`` is still kept by the SuperNode;
 * ``--poll SECONDS`` (default 0.1): the SuperNode's idle wait between two pulls from the
-  SuperLink (Flower: 3 s).  Shorter waits cost one small HTTP request per wait and node.
+  SuperLink (Flower: 3 s) and its first back-off when a message's objects are not there
+  yet (Flower: 1 s).  Shorter waits cost one small HTTP request per wait and node.
 
 A run whose FAB names another ClientApp is refused (error reply).  The process is one pid
 per client: stopping it stops the node and its executor.  Uses Flower internals (the
@@ -30,6 +31,7 @@ Runtime API client and the SuperNode loop's ``time`` module): tied to the pinned
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import sys
 import threading
@@ -39,7 +41,7 @@ import types
 import zipfile
 
 APP_REF = "algorithms.flower.app:client_app"
-TASK_POLL = 0.02          # s between two AcquireTask calls of the executor when idle
+TASK_POLL = 0.05          # s between two AcquireTask calls of the executor when idle
 
 
 def fast_poll(seconds: float) -> None:
@@ -53,6 +55,11 @@ def fast_poll(seconds: float) -> None:
                                     if not k.startswith("_")})
     fast.sleep = sleep
     loop.time = fast
+    # a message's objects still on their way from the SuperLink: look again after
+    # ``seconds``, not after Flower's first back-off of 1 s
+    if not hasattr(loop.pull_objects, "keywords"):
+        loop.pull_objects = functools.partial(loop.pull_objects, initial_backoff=seconds,
+                                              backoff_cap=max(seconds, 1.0))
 
 
 def fab_clientapp(fab_content: bytes) -> str:

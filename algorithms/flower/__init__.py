@@ -11,8 +11,8 @@ grid), :mod:`~algorithms.flower.app` (module-level apps for ``flwr run`` deploym
 See ``docs/flower.md``.  There is no Flower-specific algorithm code.
 """
 
-INSTALL_HINT = 'Flower is not installed; install the extra: pip install "pfl-theory[flower]" ' \
-               '(pins flwr[simulation]==1.41.0)'
+INSTALL_HINT = 'Flower is not installed; install the extra from the checkout: ' \
+               'pip install -e ".[flower]" (pins flwr[simulation]==1.41.0)'
 
 
 def require_flwr() -> None:

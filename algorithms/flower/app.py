@@ -16,8 +16,15 @@ read by the server (and by the clients for the data split):
   ``lam = 15.0`` etc. (Flower flattens it to ``hp.lam``); unset ones take the algorithm's
   defaults;
 * ``out-dir`` (str, optional): the server writes ``state.pt`` (the full engine state,
-  loadable with ``torch.load(weights_only=True)``) and ``history.json`` (with the clients
-  left out of any exchange under ``failures``) there;
+  loadable with ``torch.load(weights_only=True)``; the rows of a client lost for good are
+  NaN), ``history.json`` (with the clients left out of any exchange, and the clients that
+  came back, under ``failures``) and ``outcome.json`` there — the run's outcome, since
+  ``flwr run`` exits 0 whatever happens to the run (:func:`write_outcome`; ``pflt
+  flower-outcome OUT`` turns it into an exit status);
+* ``timeout`` (float, default 600): seconds the server waits for an exchange's replies; a
+  client without a reply by then is *gone* until it answers a handshake again
+  (:mod:`algorithms.flower.exchange`); ``poll`` (float, default 0.05): seconds between two
+  looks for replies;
 * ``checkpoint-every`` (int, optional, needs ``out-dir``): write ``out-dir/checkpoint.pt``
   every k rounds (:mod:`algorithms.checkpoint`); ``resume`` (bool): continue from it;
 * data: ``dtype`` (``float32``/``float64``, default ``float32``), ``num-classes`` (int,
@@ -48,7 +55,26 @@ from synthetic.federation import Federation
 
 _RESERVED = {"algorithm", "num-clients", "rounds", "seed", "model", "hidden", "l2",
              "eval-every", "out-dir", "dtype", "num-classes", "train-fraction",
-             "checkpoint-every", "resume"}
+             "checkpoint-every", "resume", "timeout", "poll"}
+OUTCOME = "outcome.json"
+
+
+def write_outcome(out: Path, status: str, *, rounds: int | None = None,
+                  failures: list | None = None, error: str | None = None) -> dict:
+    """``out/outcome.json``: ``status`` (``completed``, ``completed-with-failures`` — some
+    client was left out of some exchange —, or ``failed`` — no result, ``error`` says
+    why), the last round, the clients ever left out and those lost at the end."""
+    failures = failures or []
+    left_out = sorted({i for f in failures if f["phase"] != "rejoin" for i in f["clients"]})
+    lost = sorted({i for f in failures if f["phase"] == "collect" for i in f["clients"]})
+    outcome = {"status": status, "round": rounds, "clients_left_out": left_out,
+               "clients_missing_at_end": lost, "failure_entries": len(failures),
+               "error": error}
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (OUTCOME + ".tmp")
+    tmp.write_text(json.dumps(outcome, indent=1))
+    os.replace(tmp, out / OUTCOME)
+    return outcome
 
 
 def settings_from_run_config(rc: dict) -> Settings:
@@ -102,8 +128,17 @@ server_app = ServerApp()
 @server_app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = dict(context.run_config)
-    settings = settings_from_run_config(rc)
     out = Path(str(rc["out-dir"])) if "out-dir" in rc else None
+    try:
+        serve(grid, rc, out)
+    except BaseException as exc:    # the run has no result: say so where the results go
+        if out is not None:
+            write_outcome(out, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise                       # the ServerApp exits non-zero: `flwr ls` shows it failed
+
+
+def serve(grid: Grid, rc: dict, out: Path | None) -> None:
+    settings = settings_from_run_config(rc)
     every = int(rc.get("checkpoint-every", 0)) or None
     if (every or rc.get("resume")) and out is None:
         raise ValueError("checkpoint-every / resume need an out-dir in the run config")
@@ -114,17 +149,23 @@ def main(grid: Grid, context: Context) -> None:
     for result in run_server(grid, [settings], rounds=int(rc["rounds"]),
                              eval_every=int(rc.get("eval-every", 1)), state=state,
                              checkpoint=out / "checkpoint.pt" if every else None,
-                             checkpoint_every=every):
+                             checkpoint_every=every, timeout=float(rc.get("timeout", 600.0)),
+                             poll=float(rc.get("poll", 0.05))):
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             tmp = out / "state.pt.tmp"                 # atomic: temp file + rename
             torch.save({"round": result.state.round, "seed": result.state.seed,
                         "models": result.state.models, "tensors": result.state.tensors}, tmp)
             os.replace(tmp, out / "state.pt")
-            (out / "history.json").write_text(json.dumps(
+            tmp = out / "history.json.tmp"
+            tmp.write_text(json.dumps(
                 {"settings": {"algorithm": settings.algorithm,
                               "hyperparameters": settings.hyperparameters},
                  "entries": result.history, "failures": result.failures}, indent=1))
+            os.replace(tmp, out / "history.json")
+            left_out = any(f["phase"] != "rejoin" for f in result.failures)
+            write_outcome(out, "completed-with-failures" if left_out else "completed",
+                          rounds=result.state.round, failures=result.failures)
 
 
 client_app = make_client_app(load_client_data)

@@ -5,7 +5,8 @@ Message handlers (message types sent by :class:`algorithms.flower.strategy.PFLSt
 
 * ``query.setup`` — receives the run :class:`~algorithms.flower.records.Settings`, stores
   them in ``context.state``; replies with the client index, train/test sample counts,
-  feature shape, number of classes and dtype of its data;
+  feature shape, number of classes and dtype of its data, and whether the node holds
+  client rows of this run already (``kept``: a client coming back after a timeout);
 * ``query.init`` — stores the client's rows of the client-held state (``client_models``,
   ``client_tensors``: e.g. pFedMe's ``personalized``/``local``, FedRep's head, APFL's α_i)
   in ``context.state``;
@@ -110,7 +111,8 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1,
         info = {"client": index, "train_count": int(fed.train.counts[0]),
                 "test_count": int(fed.test.counts[0]), "num_classes": fed.num_classes,
                 "feature_shape": [int(s) for s in fed.feature_shape],
-                "dtype": str(fed.dtype).removeprefix("torch.")}
+                "dtype": str(fed.dtype).removeprefix("torch."),
+                "kept": KEPT in context.state}
         return Message(RecordDict({INFO: ConfigRecord(info)}), reply_to=msg)
 
     @app.query("init")

@@ -19,6 +19,7 @@ before Flower runs.
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from typing import Iterable, Sequence
 from uuid import uuid4
@@ -171,15 +172,13 @@ def simulate_many(runs: Sequence[Settings], federation: Federation, *, rounds: i
         return i, slices[i]
 
     results: list[FlowerResult] = []
+    abort = threading.Event()
     server = make_server_app(runs, rounds=rounds, eval_every=eval_every, on_result=results.append,
                              state=state, checkpoint=checkpoint,
-                             checkpoint_every=checkpoint_every)
+                             checkpoint_every=checkpoint_every, abort=abort)
     client = make_client_app(load_data, threads=threads, fail=fail)
     if backend == "ray":
-        from flwr.simulation import run_simulation
-        run_simulation(server, client, num_supernodes=federation.num_clients,
-                       backend_config={"client_resources": {"num_cpus": cpus_per_client,
-                                                            "num_gpus": 0.0}})
+        _run_ray(server, client, federation.num_clients, cpus_per_client, abort)
     else:
         with _task_identity():
             _run_server(server, InProcessGrid(client, federation.num_clients,
@@ -188,6 +187,44 @@ def simulate_many(runs: Sequence[Settings], federation: Federation, *, rounds: i
         raise RuntimeError(f"the Flower {backend} simulation finished {len(results)} of "
                            f"{len(runs)} runs (see the log above)")
     return results
+
+
+class RaySimulationError(RuntimeError):
+    """Flower's Ray simulation engine failed (e.g. Ray's node did not start)."""
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    seen = set()
+    while (nxt := exc.__cause__ or exc.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(exc))
+        exc = nxt
+    return exc
+
+
+def _run_ray(server: ServerApp, client: ClientApp, num_nodes: int, cpus: float,
+             abort: threading.Event) -> None:
+    """``run_simulation`` that ends: when the engine fails, ``abort`` stops the ServerApp's
+    thread (else it would wait for replies that never come and the process would not
+    exit), Ray is shut down and :class:`RaySimulationError` says why in one line."""
+    from flwr.simulation import run_simulation
+    try:
+        run_simulation(server, client, num_supernodes=num_nodes,
+                       backend_config={"client_resources": {"num_cpus": cpus, "num_gpus": 0.0}})
+    except BaseException as exc:
+        abort.set()
+        root = _root_cause(exc)
+        raise RaySimulationError(
+            f"Flower's Ray simulation failed: {' '.join(str(root).split()) or type(root).__name__}"
+            f" (Ray needs several GB of address space and free CPUs; --backend inprocess runs "
+            f"the same apps without Ray)") from exc
+    finally:
+        abort.set()
+        try:
+            import ray
+            if ray.is_initialized():
+                ray.shutdown()
+        except Exception:             # Ray half started: nothing more to clean here
+            pass
 
 
 def _run_server(server: ServerApp, grid: InProcessGrid) -> None:

@@ -28,9 +28,15 @@ clients) and runs round ``t`` as the engine does, with the algorithm's own funct
    runner), ``<name>_accuracy_mean`` (mean over clients) and ``<name>_loss``;
 5. ``collect``: gathers the client-held rows into the full engine ``State``.
 
-Reliability: a client whose reply is an error or does not arrive within ``timeout`` is left
-out of that phase (``Phase.only``: its upload is not aggregated, its rows are not updated)
-and recorded in :attr:`PFLStrategy.failures`; the run goes on.  A phase without any upload
+Reliability (:mod:`algorithms.flower.exchange`): a client whose reply is an error or does
+not arrive within ``timeout`` is left out of that phase (``Phase.only``: its upload is not
+aggregated, its rows are not updated) and recorded in :attr:`PFLStrategy.failures`; the run
+goes on.  A client with no reply, or whose node Flower reports unavailable, is *gone*: it
+gets no more messages (each later exchange records it as failed) until a node answers the
+handshake with its client index — the same node back, or a restarted SuperNode with the
+same ``partition-id`` (it gets the client's rows from the server's last copy: the initial
+state, or the last checkpoint; recorded as phase ``rejoin``).  ``collect`` leaves the rows
+of a gone client NaN (phase ``collect``), so the final state is written in any case.  A phase without any upload
 it needed leaves the server state unchanged for the rest of the round.  With
 ``checkpoint_every=k`` the full state (collected from the clients) is written to
 ``checkpoint`` every ``k`` rounds (:func:`algorithms.checkpoint.save_checkpoint`); pass the
@@ -40,7 +46,7 @@ loaded state as ``state`` to resume.
 from __future__ import annotations
 
 import json
-import time
+import threading
 from dataclasses import dataclass, field
 from logging import INFO
 from pathlib import Path
@@ -56,6 +62,7 @@ from algorithms.base import State
 from algorithms.contract import Phase, participant_batches, sent_models, server_init
 from algorithms.flower.client import (BATCHES, INFO as INFO_KEY, KEPT, MODELS, PAYLOAD, ROUND,
                                       ROWS, SETTINGS, UPLOAD)
+from algorithms.flower.exchange import PollingGrid, Rejoin, Sorted, sort_replies, wait_for_nodes
 from algorithms.flower.records import (Settings, counts_federation, pack, row, stack_rows,
                                        tensors_record, unpack)
 from pfl_theory.validation import positive, positive_int
@@ -69,8 +76,11 @@ class PFLStrategy(Strategy):
     def __init__(self, settings: Settings, *, num_rounds: int, eval_every: int = 1,
                  device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                  state: State | None = None, checkpoint: str | Path | None = None,
-                 checkpoint_every: int | None = None):
+                 checkpoint_every: int | None = None, poll: float = 0.05,
+                 abort: threading.Event | None = None):
         self.settings = settings
+        self.abort = abort
+        self.poll = positive("poll", poll)
         self.num_rounds = positive_int("num_rounds", num_rounds)
         self.eval_every = positive_int("eval_every", eval_every)
         self.timeout = positive("timeout", timeout)
@@ -87,6 +97,8 @@ class PFLStrategy(Strategy):
         self.state: State | None = None
         self._evaluating = False
         self.node_of: dict[int, int] = {}
+        self.active: set[int] = set()          # clients that are sent messages (not gone)
+        self.left_at: dict[int, int] = {}      # gone client -> round it left
 
     # ---- setup / collect (outside Strategy.start) -------------------------------------------
     def _client_part(self, state: State) -> dict:
@@ -97,20 +109,28 @@ class PFLStrategy(Strategy):
 
     def setup(self, grid: Grid) -> ArrayRecord:
         """Handshake with the ``N`` clients and initial state; returns the server models."""
-        self.grid = grid
+        grid = self.grid = grid if isinstance(grid, PollingGrid) else \
+            PollingGrid(grid, self.poll, self.abort)
         n = self.settings.num_clients
-        nodes = _wait_for_nodes(grid, n, self.wait_seconds)
-        replies = self._ask(grid, nodes, "query.setup",
-                            lambda i: RecordDict({SETTINGS: self.settings.to_record()}))
+        nodes = wait_for_nodes(grid, n, self.wait_seconds, self.abort)
+        msgs = [Message(self._handshake(), dst_node_id=node, message_type="query.setup")
+                for node in nodes]
+        replies = grid.receive(set(grid.push_messages(msgs)), self.timeout,
+                               enough=lambda rs: _covers(rs, n))
         info = {}
         for reply in replies:
+            if reply.has_error():
+                continue                  # a node that is listed but gone (or not ours)
             rec = dict(reply.content[INFO_KEY])
             if rec["client"] in info:
                 raise ValueError(f"two nodes claim client index {rec['client']}")
             info[int(rec["client"])] = rec
-            self.node_of[int(rec["client"])] = reply.metadata.src_node_id
+            self.node_of[int(rec["client"])] = grid.node_of_reply(reply)
         if sorted(info) != list(range(n)):
-            raise ValueError(f"client indices {sorted(info)} do not cover 0..{n - 1}")
+            raise ValueError(f"client indices {sorted(info)} do not cover 0..{n - 1} (each "
+                             f"SuperNode needs a distinct partition-id in 0..{n - 1})")
+        self.active = set(range(n))
+        self.rejoin = Rejoin(grid, self._handshake)
         for key in ("feature_shape", "num_classes", "dtype"):
             values = {str(r[key]) for r in info.values()}
             if len(values) != 1:
@@ -127,6 +147,9 @@ class PFLStrategy(Strategy):
                                     for k, m in full.models.items()},
                             tensors={k: v.to(self.device) for k, v in full.tensors.items()})
         kept = self._client_part(full)
+        # what a restarted client gets back: client -> (round, its rows)
+        self.rows_copy = {i: (full.round, {k: row(v, i) for k, v in kept.items()})
+                          for i in range(n)}
         self._ask(grid, [self.node_of[i] for i in range(n)], "query.init",
                   lambda i: RecordDict({KEPT: pack({k: row(v, i) for k, v in kept.items()})}))
         self.state = full.replace(
@@ -139,37 +162,111 @@ class PFLStrategy(Strategy):
     def collect(self, grid: Grid) -> State:
         """The full engine state: server models and tensors + every client's kept rows.
 
-        A client that missed an exchange creating or reshaping an entry (PPFE's stage
-        transition) has no matching row: it is filled with NaN (−1 for integer tensors) and
-        recorded in :attr:`failures` (phase ``collect``)."""
+        A gone client (no reply) and a client that missed an exchange creating or reshaping
+        an entry (PPFE's stage transition) have no matching row: it is filled with NaN (−1
+        for integer tensors) and recorded in :attr:`failures` (phase ``collect``)."""
         n = self.settings.num_clients
-        replies = self._ask(grid, [self.node_of[i] for i in range(n)], "query.collect",
-                            lambda i: RecordDict({}))
-        kept = {int(r.content[INFO_KEY]["client"]): unpack(r.content[KEPT], device=self.device)
-                for r in replies}
+        self._admit()
+        out = self._exchange(sorted(self.active), "query.collect", lambda i: RecordDict({}))
+        kept = {i: unpack(r.content[KEPT], device=self.device) for i, r in out.ok.items()}
+        absent = [i for i in range(n) if i not in kept]
+        if absent:
+            self._record("collect", absent, out)
         models, tensors = dict(self.state.models), dict(self.state.tensors)
+        complete = set(kept)
         for name in sorted({k for rows in kept.values() for k in rows}):
-            template = _majority([kept[i][name] for i in range(n) if name in kept[i]])
+            template = _majority([rows[name] for rows in kept.values() if name in rows])
             rows, missing = [], []
             for i in range(n):
-                mine = kept[i].get(name)
+                mine = kept.get(i, {}).get(name)
                 if _like(mine, template):
                     rows.append(mine)
                 else:
                     rows.append(_filled(template))
                     missing.append(i)
-            if missing:
+            complete -= set(missing)
+            if missing := [i for i in missing if i in kept]:
                 self.failures.append({"round": self.state.round, "phase": "collect",
                                       "clients": missing, "reasons": [f"no row of {name}"]})
             (models if isinstance(template, dict) else tensors)[name] = stack_rows(rows)
+        for i in complete:
+            self.rows_copy[i] = (self.state.round, kept[i])
         return self.state.replace(models=models, tensors=tensors)
+
+    def _handshake(self) -> RecordDict:
+        return RecordDict({SETTINGS: self.settings.to_record()})
+
+    def _client_of_node(self) -> dict[int, int]:
+        return {node: i for i, node in self.node_of.items()}
+
+    def _exchange(self, clients: list[int], kind: str, content: Callable[[int], RecordDict]
+                  ) -> Sorted:
+        """Send ``kind`` to ``clients``; gone clients leave :attr:`active`."""
+        messages = [Message(content(i), dst_node_id=self.node_of[i], message_type=kind)
+                    for i in clients]
+        replies = self.grid.send_and_receive(messages, timeout=self.timeout)
+        out = sort_replies(self.grid, replies, clients, self._client_of_node(), self.timeout)
+        self._drop(out.gone)
+        return out
 
     def _ask(self, grid: Grid, nodes: list[int], kind: str,
              content: Callable[[int], RecordDict]) -> list[Message]:
-        index = {node: i for i, node in self.node_of.items()}
-        messages = [Message(content(index.get(node, -1)), dst_node_id=node, message_type=kind)
-                    for node in nodes]
-        return _checked(grid.send_and_receive(messages, timeout=self.timeout), len(messages), kind)
+        """An exchange every client must answer (set-up)."""
+        index = self._client_of_node()
+        out = self._exchange([index[node] for node in nodes], kind, content)
+        if out.failed:
+            i, reason = next(iter(out.failed.items()))
+            raise RuntimeError(f"{len(out.failed)} client(s) failed in {kind}: client {i}: {reason}")
+        return [out.ok[index[node]] for node in nodes]
+
+    def _drop(self, clients) -> None:
+        for i in clients:
+            if i in self.active:
+                self.active.discard(i)
+                self.left_at[i] = self.state.round if self.state is not None else 0
+
+    def _record(self, phase: str, clients: list[int], out: Sorted | None) -> None:
+        """A failure entry: the clients left out of ``phase`` and up to 3 distinct reasons."""
+        reasons = []
+        for i in clients:
+            why = (out.failed.get(i) if out is not None else None) or \
+                f"gone since round {self.left_at.get(i)} (no message sent)"
+            if why not in reasons:
+                reasons.append(why)
+        self.failures.append({"round": self.state.round, "phase": phase, "clients": clients,
+                              "reasons": reasons[:3]})
+        log(INFO, "\t├── round %d, %s: clients %s left out (%s)", self.state.round, phase,
+            clients, reasons[0])
+
+    def _admit(self) -> None:
+        """Let gone clients back in: handshake answers that arrived since the last call
+        (a restarted SuperNode gets the client's rows of :attr:`rows_copy`), and new
+        handshakes to the connected nodes that serve no active client."""
+        gone = set(range(self.settings.num_clients)) - self.active
+        if not gone:
+            return
+        for reply in self.rejoin.answers():
+            rec = dict(reply.content[INFO_KEY])
+            i, node = int(rec["client"]), self.grid.node_of_reply(reply)
+            if i not in gone:
+                continue                       # a second node for an active client: ignored
+            self.node_of[i] = node
+            how = "its node kept its rows"
+            if not bool(rec.get("kept", False)):
+                since, rows = self.rows_copy[i]
+                out = self._exchange([i], "query.init", lambda _: RecordDict({KEPT: pack(rows)}))
+                self.active.discard(i)           # (_exchange's bookkeeping: not yet back)
+                if i not in out.ok:
+                    continue
+                how = f"its rows as of round {since} (the server's last copy)"
+            self.active.add(i)
+            gone.discard(i)
+            self.failures.append({"round": self.state.round, "phase": "rejoin", "clients": [i],
+                                  "reasons": [f"node {node} serves client {i} again (gone since "
+                                              f"round {self.left_at.pop(i, None)}); {how}"]})
+            log(INFO, "\t├── round %d: client %d rejoined (node %d)", self.state.round, i, node)
+        if gone:
+            self.rejoin.probe(busy=[self.node_of[i] for i in self.active])
 
     # ---- phases ----------------------------------------------------------------------------------
     def _server_models(self) -> dict:
@@ -185,6 +282,8 @@ class PFLStrategy(Strategy):
         own = {k: participant_batches(b, phase.clients, n) for k, b in phase.batches.items()}
         messages = []
         for j, i in enumerate(phase.clients.tolist()):
+            if i not in self.active:
+                continue                                  # gone: recorded in _aggregate
             payload = {k: row(v, j) for k, v in phase.payload.items()}
             batches = {k: b[:, j].cpu() - offsets[i] for k, b in own.items()}
             meta = {"round": self.state.round, "phase": phase.name, "info": info,
@@ -197,15 +296,13 @@ class PFLStrategy(Strategy):
 
     def _aggregate(self, phase: Phase, replies: Iterable[Message]) -> Phase | None:
         """Server step of ``phase`` on the replies that arrived; the next phase (or None)."""
-        replies = list(replies)
-        ok = {int(r.content[INFO_KEY]["client"]): r for r in replies if not r.has_error()}
+        asked = [i for i in phase.clients.tolist() if i in self.active]
+        out = sort_replies(self.grid, replies, asked, self._client_of_node(), self.timeout)
+        self._drop(out.gone)
+        ok = out.ok
         missing = [i for i in phase.clients.tolist() if i not in ok]
         if missing:
-            reasons = [r.error.reason for r in replies if r.has_error()]
-            self.failures.append({"round": self.state.round, "phase": phase.name,
-                                  "clients": missing, "reasons": reasons[:3]})
-            log(INFO, "\t├── round %d, phase %s: clients %s left out (%s)", self.state.round,
-                phase.name, missing, reasons[0] if reasons else "no reply within the timeout")
+            self._record(phase.name, missing, out)
             wanted = phase.upload_clients().numel()
             phase = phase.only(sorted(ok))
             if wanted and not phase.upload_clients().numel():
@@ -229,6 +326,7 @@ class PFLStrategy(Strategy):
             raise RuntimeError("call PFLStrategy.setup(grid) before start()")
         if self.state.round != self.first_round + server_round - 1:
             raise RuntimeError(f"server round {server_round} but state at round {self.state.round}")
+        self._admit()
         self.phase = self.algorithm.first_phase(self.state, self.federation, self.model)
         return self._phase_messages(self.phase)
 
@@ -264,17 +362,18 @@ class PFLStrategy(Strategy):
             return []
         return [Message(self._eval_content(i), dst_node_id=self.node_of[i],
                         message_type=MessageType.EVALUATE)
-                for i in range(self.settings.num_clients)]
+                for i in sorted(self.active)]
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]
                            ) -> MetricRecord | None:
         if not self._evaluating:
             return None
-        replies = list(replies)
-        ms = [dict(r.content["metrics"]) for r in replies if not r.has_error()]
-        if len(ms) < self.settings.num_clients:
-            self.failures.append({"round": self.state.round, "phase": "evaluate",
-                                  "clients": self.settings.num_clients - len(ms)})
+        out = sort_replies(self.grid, replies, sorted(self.active), self._client_of_node(),
+                           self.timeout)
+        self._drop(out.gone)
+        ms = [dict(out.ok[i].content["metrics"]) for i in sorted(out.ok)]
+        if missing := [i for i in range(self.settings.num_clients) if i not in out.ok]:
+            self._record("evaluate", missing, out)
         if not ms:
             return None
         total = sum(m["num-examples"] for m in ms)
@@ -316,26 +415,10 @@ def _filled(template):
         {k: fill(v) for k, v in template.items()}
 
 
-def _wait_for_nodes(grid: Grid, n: int, wait_seconds: float) -> list[int]:
-    end = time.monotonic() + wait_seconds
-    while len(nodes := list(grid.get_node_ids())) < n:
-        if time.monotonic() > end:
-            raise TimeoutError(f"only {len(nodes)} of {n} client nodes connected within "
-                               f"{wait_seconds} s")
-        time.sleep(0.1)
-    if len(nodes) > n:
-        raise ValueError(f"{len(nodes)} client nodes connected, expected num_clients={n}")
-    return nodes
-
-
-def _checked(replies: Iterable[Message], expected: int, kind: str) -> list[Message]:
-    replies = list(replies)
-    errors = [r.error.reason for r in replies if r.has_error()]
-    if errors:
-        raise RuntimeError(f"{len(errors)} client(s) failed in {kind}: {errors[0]}")
-    if len(replies) != expected:
-        raise RuntimeError(f"{kind}: {len(replies)} replies, expected {expected} (timeout?)")
-    return replies
+def _covers(replies: list[Message], n: int) -> bool:
+    """Whether the handshake replies name every client index 0 … n−1."""
+    seen = {int(r.content[INFO_KEY]["client"]) for r in replies if not r.has_error()}
+    return seen >= set(range(n))
 
 
 @dataclass
@@ -353,10 +436,13 @@ class FlowerResult:
 def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every: int = 1,
                device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                state: State | None = None, checkpoint: str | Path | None = None,
-               checkpoint_every: int | None = None) -> Iterator[FlowerResult]:
+               checkpoint_every: int | None = None, poll: float = 0.05,
+               abort: threading.Event | None = None) -> Iterator[FlowerResult]:
     """The ServerApp body: each of ``runs`` in turn on the connected client nodes (setup,
     ``Strategy.start`` until round ``rounds``, collect); yields a :class:`FlowerResult` per
-    run.  ``state`` (a checkpoint's full state) resumes from its round."""
+    run.  ``state`` (a checkpoint's full state) resumes from its round.  ``poll``: seconds
+    between two looks for replies (:class:`~algorithms.flower.exchange.PollingGrid`);
+    ``abort`` (set by the runtime around it): stop waiting and raise."""
     start = state.round if state is not None else 0
     if rounds <= start:
         raise ValueError(f"rounds={rounds} but the resumed state is already at round {start}")
@@ -364,17 +450,20 @@ def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every:
         strategy = PFLStrategy(settings, num_rounds=rounds - start, eval_every=eval_every,
                                device=device, timeout=timeout, wait_seconds=wait_seconds,
                                state=state, checkpoint=checkpoint,
-                               checkpoint_every=checkpoint_every)
+                               checkpoint_every=checkpoint_every, poll=poll, abort=abort)
         initial = strategy.setup(grid)
-        flower = strategy.start(grid, initial, num_rounds=rounds - start, timeout=timeout)
-        yield FlowerResult(strategy.collect(grid), strategy.history, flower, strategy.failures)
+        flower = strategy.start(strategy.grid, initial, num_rounds=rounds - start,
+                                timeout=timeout)
+        yield FlowerResult(strategy.collect(strategy.grid), strategy.history, flower,
+                           strategy.failures)
 
 
 def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eval_every: int = 1,
                     device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                     on_result: Callable[[FlowerResult], None] | None = None,
                     state: State | None = None, checkpoint: str | Path | None = None,
-                    checkpoint_every: int | None = None) -> ServerApp:
+                    checkpoint_every: int | None = None,
+                    abort: threading.Event | None = None) -> ServerApp:
     """A ``ServerApp`` running ``settings.algorithm`` until round ``rounds``; ``on_result``
     receives the :class:`FlowerResult` (the app itself returns nothing to Flower).
 
@@ -388,7 +477,8 @@ def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eva
     def main(grid: Grid, context: Context) -> None:
         for result in run_server(grid, runs, rounds=rounds, eval_every=eval_every, device=device,
                                  timeout=timeout, wait_seconds=wait_seconds, state=state,
-                                 checkpoint=checkpoint, checkpoint_every=checkpoint_every):
+                                 checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                                 abort=abort):
             if on_result is not None:
                 on_result(result)
 

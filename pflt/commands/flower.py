@@ -15,7 +15,7 @@ or time out are left out of that round's aggregation and listed under ``failures
 ``--checkpoint-every k`` writes ``OUT/checkpoint.pt`` (the full state, collected from the
 clients) every k rounds; ``--resume OUT --rounds T`` continues that run to round T.
 Writes ``flower_history.json`` and ``flower_summary.json`` to ``--out``.  Needs the extra
-``flower`` (``pip install "pfl-theory[flower]"``).
+``flower`` (from the checkout: ``pip install -e ".[flower]"``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,50 @@ def add_parser(sub) -> None:
     f.add_argument("--compare", action="store_true",
                    help="also run the in-process engine and print the max parameter difference")
     p.set_defaults(func=run)
+    o = sub.add_parser("flower-outcome", help="exit status of a Flower deployment run (flwr run "
+                       "exits 0 whatever happens)", description=OUTCOME_DOC,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    o.add_argument("out", help="the run's out-dir (run config 'out-dir' on the SuperLink machine)")
+    o.add_argument("--allow-failed-clients", action="store_true",
+                   help="exit 0 for a run that completed with clients left out")
+    o.set_defaults(func=outcome)
+
+
+OUTCOME_DOC = """Read OUT/outcome.json, written by the Flower deployment's ServerApp
+(algorithms.flower.app) at the end of a run, print it and exit with its truth: 0 the run
+completed with every client in every exchange; 1 it completed with clients left out
+(failures in OUT/history.json; 0 with --allow-failed-clients) or it failed (no result:
+the error is printed; Flower also shows the run as failed in `flwr ls`).  `flwr run
+--stream` itself exits 0 once the run ends, whatever its outcome.
+
+  flwr run . my-superlink --stream && pflt flower-outcome /srv/pflt/pfedme-run
+"""
+
+
+def outcome(args) -> int:
+    path = Path(args.out) / "outcome.json"
+    if not path.is_file():
+        raise UserError(f"{path} not found (is {args.out} the run config's out-dir, on the "
+                        f"SuperLink machine, and has the run ended?)")
+    try:
+        result = json.loads(path.read_text())
+        status = result["status"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not an outcome file ({exc})") from None
+    if status not in ("completed", "completed-with-failures", "failed"):
+        raise UserError(f"{path}: unknown status {status!r}")
+    line = f"{status}: round {result.get('round')}"
+    if status == "failed":
+        line = f"failed: {result.get('error')}"
+    elif status == "completed-with-failures":
+        line += (f", clients left out of some exchange {result.get('clients_left_out')}, "
+                 f"missing at the end (NaN rows in state.pt) "
+                 f"{result.get('clients_missing_at_end')}; see {Path(args.out) / 'history.json'}")
+    print(line)
+    if status == "completed" or (status == "completed-with-failures"
+                                 and args.allow_failed_clients):
+        return 0
+    return 1
 
 
 def run(args) -> int:
@@ -84,11 +128,18 @@ def _run_locked(args, options: dict) -> int:
           f"{options['rounds']} rounds, model={options['model']}"
           + (f", resuming at round {state.round}" if state else ""), file=sys.stderr)
     every = options.get("checkpoint_every")
-    result = simulate(settings, fed, rounds=options["rounds"], eval_every=options["eval_every"],
-                      backend=args.backend, cpus_per_client=args.cpus_per_client,
-                      threads=options.get("threads") or 1, state=state,
-                      checkpoint=out / "checkpoint.pt" if every else None,
-                      checkpoint_every=every, errors_as_replies=True)
+    from algorithms.flower.local import RaySimulationError
+    try:
+        result = simulate(settings, fed, rounds=options["rounds"],
+                          eval_every=options["eval_every"], backend=args.backend,
+                          cpus_per_client=args.cpus_per_client,
+                          threads=options.get("threads") or 1, state=state,
+                          checkpoint=out / "checkpoint.pt" if every else None,
+                          checkpoint_every=every, errors_as_replies=True)
+    except RaySimulationError as exc:
+        from pflt.cli import one_line
+        print(f"pflt flower-sim: error: {one_line(exc)}", file=sys.stderr)
+        return 1
     last = result.history[-1] if result.history else {}
     summary = {k: v for k, v in last.items()}
     summary["failures"] = result.failures

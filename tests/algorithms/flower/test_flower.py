@@ -18,7 +18,7 @@ import pytest
 import torch
 
 pytest.importorskip("flwr", reason="Flower tests need the optional extra 'flower' "
-                                   "(pip install 'pfl-theory[flower]', flwr[simulation]==1.41.0)")
+                                   "(from the checkout: pip install -e '.[flower]', flwr[simulation]==1.41.0)")
 
 from algorithms import reference_loop  # noqa: E402
 from algorithms.base import get_algorithm  # noqa: E402

@@ -82,7 +82,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     out = Path(options["out"])
     algorithm = get_algorithm(options["algorithm"])(**options["hyperparameters"])
     from pfl_theory.threads import run_threads
-    torch.set_num_threads(options.get("threads") or run_threads(options["clients"]))
+    threads = options.get("threads") or run_threads(options["clients"])
+    torch.set_num_threads(threads)   # the data build too; run() applies the same count
     spec = opts.data_spec(options)
     dtype = torch.float64 if options["dtype"] == "float64" else torch.float32
     check_memory(options)
@@ -121,7 +122,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         result = run_rounds(algorithm, fed, model, rounds=options["rounds"],
                             seed=options["seed"], eval_every=options["eval_every"],
                             out_dir=out, progress=progress, state=state, history=history,
-                            checkpoint_every=options["checkpoint_every"],
+                            checkpoint_every=options["checkpoint_every"], threads=threads,
                             config={"data": opts.data_dict(spec),
                                     "data_seed": options["data_seed"],
                                     "model_options": {"hidden": options["hidden"],

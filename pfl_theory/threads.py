@@ -60,7 +60,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,7 +107,7 @@ def api_threads(threads: int | None = None) -> int:
 
 
 @contextlib.contextmanager
-def torch_threads(n: int):
+def torch_threads(n: int) -> Iterator[int]:
     """Run the ``with`` block at ``n`` torch intra-op threads, restoring the previous
     count afterwards (also on an exception)."""
     import torch

@@ -1,6 +1,7 @@
 """``pflt --version`` imports no command module (nor torch); ``pflt <command>`` imports that
 command's module only; ``verify --only`` imports only the check modules declaring a match."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
-                         capture_output=True, text=True, cwd=ROOT, check=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}).stdout
+    code += "\nimport sys\nprint(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
     return set(out.split())
 
 

@@ -95,6 +95,9 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
                         "(--synthetic-alpha/--synthetic-beta too large?)")
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
+    note = opts.schedule_note(algorithm, model, options["rounds"])
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     if options.get("model_chosen"):
         print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "
               "(pass --model to choose another)", file=sys.stderr)

@@ -17,8 +17,9 @@ Optionally ``diagnostics(state, federation, model) -> dict[str, float]`` reports
 quantities the theorems talk about. Per-round randomness comes from
 :func:`round_generator` ``(state.seed, t, stream)``, so a round is reproducible on its own.
 
-Register with ``@register("name")``; :func:`get_algorithm` looks names up, with a clear
-error listing the registered ones.
+Register with ``@register("name")`` — in a module of this package, or in a module of your
+own loaded as a plugin (:mod:`pfl_theory.plugins`, docs/extending.md); :func:`get_algorithm`
+looks names up, with a clear error listing the registered ones.
 """
 
 from __future__ import annotations
@@ -48,16 +49,21 @@ def register(name: str) -> Callable[[type], type]:
 
 
 def registry() -> dict[str, type]:
-    """All registered algorithms: imports every module of :mod:`algorithms` once."""
+    """All registered algorithms: imports every module of :mod:`algorithms` once, then the
+    user's plugins (``PFLT_PLUGINS``, ``pflt --plugin``, the ``pfl_theory.algorithms``
+    entry points: :mod:`pfl_theory.plugins`)."""
     import importlib
     import pkgutil
     from pathlib import Path
+
+    from pfl_theory.plugins import load_plugins
 
     # the package's own directory (not ``import algorithms``: no loop with __init__);
     # sub-packages (the Flower adapter) are not algorithms
     for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not info.ispkg:
             importlib.import_module(f"algorithms.{info.name}")
+    load_plugins()
     return dict(sorted(_REGISTRY.items()))
 
 

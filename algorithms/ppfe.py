@@ -169,6 +169,12 @@ class PPFE(Algorithm):
     def num_stages(self, model) -> int:
         return self.stages if self.fixed_head else min(self.stages, len(model.layers) + 1)
 
+    def schedule_rounds(self) -> int:
+        """The length of PPFE's own schedule, ``total_rounds`` (every stage done): the
+        default of ``pflt run --rounds`` for PPFE (a run of fewer rounds ends inside its
+        stages; ``pflt run`` says so)."""
+        return self.total_rounds
+
     def schedule(self, model) -> list[int]:
         """Rounds per stage (sums to ``total_rounds``)."""
         return stage_rounds(self.total_rounds, self.fractions, self.num_stages(model))

@@ -42,6 +42,7 @@ from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.checkpoint import save_checkpoint
 from algorithms.evaluation import evaluate_models, summarize
 from algorithms.run_files import check_history, read_history_lines, read_json
+from pfl_theory.threads import api_threads, torch_threads
 from pfl_theory.validation import NonFiniteValueError
 
 
@@ -287,8 +288,16 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
         out_dir: str | Path | None = None, progress: bool = True, state: State | None = None,
         history: History | None = None, train_loss: bool = True,
         config: dict[str, Any] | None = None, checkpoint_every: int | None = None,
-        on_round: Callable[[State], None] | None = None, overwrite: bool = False) -> RunResult:
+        on_round: Callable[[State], None] | None = None, overwrite: bool = False,
+        threads: int | None = None) -> RunResult:
     """Run until round ``rounds`` (continuing from ``state``/``history`` when given).
+
+    Threads: the rounds run at ``threads`` torch threads if given, else ``PFLT_THREADS``,
+    else **one** — the same policy as ``pflt run`` (:func:`pfl_theory.threads.api_threads`;
+    the engine's small batched kernels were 4–9× slower at torch's default of two threads
+    on a shared 2-core machine, measured in :mod:`pfl_theory.threads`); torch's previous
+    setting is restored when the run returns.  Pass ``threads=torch.get_num_threads()`` to
+    keep your own setting.
 
     ``checkpoint_every=k`` writes ``out_dir/checkpoint.pt`` atomically every ``k`` rounds
     and after the last (:mod:`algorithms.checkpoint`); ``on_round(state)`` is called after
@@ -301,6 +310,17 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     if eval_every < 1:
         raise ValueError(f"eval_every must be >= 1, got {eval_every}")
+    with torch_threads(api_threads(threads)):
+        return _run(algorithm, federation, model, rounds=rounds, seed=seed,
+                    eval_every=eval_every, out_dir=out_dir, progress=progress, state=state,
+                    history=history, train_loss=train_loss, config=config,
+                    checkpoint_every=checkpoint_every, on_round=on_round, overwrite=overwrite)
+
+
+def _run(algorithm, federation, model, *, rounds: int, seed: int, eval_every: int,
+         out_dir, progress: bool, state: State | None, history: History | None,
+         train_loss: bool, config: dict[str, Any] | None, checkpoint_every: int | None,
+         on_round: Callable[[State], None] | None, overwrite: bool) -> RunResult:
     cfg = run_config(algorithm, federation, model, rounds=rounds, seed=seed,
                      eval_every=eval_every, config=config)
     if checkpoint_every is not None and (checkpoint_every < 1 or out_dir is None):

@@ -18,6 +18,7 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -36,6 +37,7 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     ax.axvline(res["k_hat"], color="g", ls="--", label=f"K̂ = {res['k_hat']}")
     ax.axvline(res["k0"], color="k", ls=":", label=f"K₀ = {res['k0']}")
     ax.set(xlabel="K", ylabel="test accuracy")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # K is a count: no 2.5
     ax2 = ax.twinx()
     ax2.plot(ks, [r["e"] for r in rows], "r^-", alpha=0.6, label="e(K)")
     ax2.set_ylabel("e(K)", color="r")

@@ -21,6 +21,7 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -44,6 +45,8 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     a.plot(lim, lim, "k--", lw=1, label="K̂ = K₀")
     a.set(xlabel="planted K₀", ylabel="K̂ (CGPFL-Heur)",
           title=f"μ = {MU:g}: K̂ = K₀ in {acc:.0%} of {len(rows)} trials")
+    a.xaxis.set_major_locator(MaxNLocator(integer=True))     # K is a count: no 2.5
+    a.yaxis.set_major_locator(MaxNLocator(integer=True))
     a.legend()
     b.semilogx(MUS, (sweep == k0[:, None]).mean(0), "o-")
     b.set(xlabel="μ in e(K)", ylabel="fraction K̂ = K₀", ylim=(-0.05, 1.05),

@@ -63,29 +63,38 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     csv_path = write_csv(out_dir / "selection.csv",
                          ["what", "case", "selector", "seed", "selected", "best", "lost"], rows)
 
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.2))
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(17, 6.5),
+                                  gridspec_kw={"width_ratios": [1.2, 1, 1]})
     rng = np.random.default_rng(0)
     names = list(k_sum)
+    # up to 20 selectors, each its own colour (tab20) and marker: none repeats
+    colours = plt.get_cmap("tab20").colors
+    markers = "os^vD<>ph*XP8dH"
     for i, name in enumerate(names):
         recs = [r for res in k_res for r in res["large"]["records"] if r["selector"] == name]
         best = np.array([r["best_k"] for r in recs], dtype=float)
         a.scatter(best + rng.uniform(-0.25, 0.25, best.size) + 0.06 * (i - len(names) / 2),
-                  [r["k_hat"] for r in recs], s=14, alpha=0.6, label=name)
+                  [r["k_hat"] for r in recs], s=22, alpha=0.7, label=name,
+                  color=colours[i % len(colours)], marker=markers[i % len(markers)])
     top = max(cfg.k_cap, 2) + 0.5
     a.plot([0.5, top], [0.5, top], "k--", lw=1)
     a.set(xlabel="empirically best K (large-test accuracy)", ylabel="selected K̂",
-          title="CGPFL: K̂ vs best K")
-    a.legend(fontsize=7)
+          title="CGPFL: K̂ vs best K (jittered)")
+    a.xaxis.set_major_locator(MaxNLocator(integer=True))
+    a.yaxis.set_major_locator(MaxNLocator(integer=True))
+    a.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     for ax, summ, title, what in ((b, k_sum, "CGPFL's K (large test)", "K"),
                                   (c, t_sum, "PPFE's T", "T")):
-        x = np.arange(len(summ))
+        y = np.arange(len(summ))[::-1]            # first selector on top
         for j, (label, rates) in enumerate(bar_rates(summ, what).items()):
-            ax.bar(x + 0.27 * (j - 1), rates, 0.27, label=label)
-        ax.axhline(0.9, color="k", ls=":", lw=1, label="target 90 %")
-        ax.set_xticks(x, list(summ), rotation=30, fontsize=8)
-        ax.set(ylim=(0, 1.05), ylabel="fraction of (case, seed) records",
+            ax.barh(y - 0.27 * (j - 1), rates, 0.27, label=label)
+        ax.axvline(0.9, color="k", ls=":", lw=1, label="target 90 %")
+        ax.set_yticks(y, list(summ), fontsize=8)  # horizontal: every name readable
+        ax.set(xlim=(0, 1.05), xlabel="fraction of (case, seed) records",
                title=f"{title}: {sum(v['records'] for v in summ.values()) // max(len(summ), 1)} records each")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.tight_layout()
     png = out_dir / "selection.png"
     fig.savefig(png, dpi=120)

@@ -38,6 +38,21 @@ thread and 0.58 s at two, evaluation 0.54 s and 0.32 s.  Evaluation and the othe
 algorithms still use torch's intra-op threads, and with a test run beside it ``pflt run
 --clients 10000 --threads 2`` took 2.3–6.3 s per round against 1.7 s at one thread — so the
 default stays one thread.
+
+**One policy for the CLI and the Python API.**  ``algorithms.runner.run`` (and everything
+built on it: the validation runs of ``select-k``/``select-stages``, the examples, the
+README's snippets) runs its rounds at :func:`api_threads` ``(threads)``: its ``threads=``
+argument if given, else ``PFLT_THREADS``, else 1 — the same default as ``pflt run`` — and
+restores torch's setting afterwards (:func:`torch_threads`), so a caller's own
+``torch.set_num_threads`` outside the run is left as it was.  To run at torch's own default
+(all cores), pass ``threads=torch.get_num_threads()`` or set ``PFLT_THREADS``.  Before this
+policy the API ran at torch's default of 2 threads on this machine: README snippet 1
+(pFedMe, MLR, N = 100) took 0.5–1.9 s for 2 rounds against 0.1–0.2 s at one thread,
+snippet 2 (pFedMe on a 60-32-10 ``nn.Module``, N = 20) 4.5–6.4 s against 1.2–1.3 s
+(2026-11-26 16:25 UTC, load average 1.7–2.6; an earlier user measured 36.6 s against 8.0 s
+under heavier load).  With this policy, interleaved with the previous code at load 3–6
+(16:27 UTC, 2-round probes, torch's default 2 threads, no ``PFLT_THREADS``): snippet 1
+0.2 s against 2.9–3.9 s, snippet 2 2.1–2.2 s against 8.9–28.6 s.
 """
 
 from __future__ import annotations
@@ -45,7 +60,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,6 +93,33 @@ def set_torch_threads(n: int | None = None) -> int:
     n = default_threads() if n is None else n
     torch.set_num_threads(n)
     return n
+
+
+def api_threads(threads: int | None = None) -> int:
+    """The torch thread count of a run started from Python: ``threads`` if given (an
+    integer >= 1), else :func:`default_threads` (``PFLT_THREADS``, else 1) — the policy of
+    ``pflt run`` (module doc)."""
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    return threads
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[int]:
+    """Run the ``with`` block at ``n`` torch intra-op threads, restoring the previous
+    count afterwards (also on an exception)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n != before:
+        torch.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 def single_threaded(fn: F) -> F:

@@ -60,22 +60,74 @@ def _anticipated(exc: BaseException) -> bool:
     return type(exc).__name__ == "OutOfMemoryError"  # torch.cuda.OutOfMemoryError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``pflt`` parser with one sub-command per module of :mod:`pflt.commands`."""
+#: command name -> its module in :mod:`pflt.commands` where the two differ (otherwise the
+#: module is the name with ``-`` → ``_``); lets ``pflt <command>`` import that module only
+#: (tests/pflt/test_cli_lazy.py checks this table against every module's commands)
+COMMAND_MODULES = {"flower-sim": "flower"}
+
+
+def command_modules() -> list[str]:
+    """The modules of :mod:`pflt.commands` (those whose names do not start with ``_``)."""
+    import pflt.commands as commands
+
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__)
+                  if not m.name.startswith("_"))
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``pflt`` parser with one sub-command per module of :mod:`pflt.commands`; with
+    ``command`` (the sub-command the user named) only that command's module is imported —
+    ``pflt verify --only X`` does not load the modules of ``run`` or ``figures`` — falling
+    back to every module when the name is not a known command."""
     parser = OneLineParser(
         prog="pflt",
         description="pfl-theory: personalized federated learning algorithms, theory and "
         "numerical verification.",
     )
     parser.add_argument("--version", action="version", version=f"pfl-theory {__version__}")
+    parser.add_argument("--plugin", metavar="SPEC", action="append",
+                        help="import a module, .py file or package directory of your own "
+                        "that registers algorithms and checks (any command, anywhere on the "
+                        "line, repeatable; also PFLT_PLUGINS=a,b; see docs/extending.md)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    import pflt.commands as commands
-
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"pflt.commands.{info.name}")
+    names = command_modules()
+    if command is not None:
+        module = COMMAND_MODULES.get(command, command.replace("-", "_"))
+        if module in names:
+            names = [module]
+    for name in names:
+        module = importlib.import_module(f"pflt.commands.{name}")
         if hasattr(module, "add_parser"):
             module.add_parser(sub)
+    if command is not None and len(names) == 1 and command not in sub.choices:
+        return build_parser()           # the table is out of date: every module
     return parser
+
+
+def take_plugin_options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without its ``--plugin SPEC`` / ``--plugin=SPEC`` (anywhere before a ``--``),
+    and the specs."""
+    rest, specs, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        if arg == "--plugin" and i + 1 < len(argv):
+            specs.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--plugin="):
+            specs.append(arg[len("--plugin="):])
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, specs
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The sub-command named on the line (the first argument not an option), if any."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 #: exit code when standard output was closed by its reader (128 + SIGPIPE)
@@ -111,8 +163,24 @@ def _stdout_to_devnull() -> None:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:     # no command module (nor torch) imported
+        print(f"pfl-theory {__version__}")
+        return 0
+    argv, plugins = take_plugin_options(argv)
+    command = named_command(argv)
+    try:
+        if plugins:
+            from pfl_theory.plugins import add_plugins
+
+            add_plugins(plugins)
+        parser = build_parser(command)  # run's options list the plugins' algorithms
+    except ValueError as exc:           # a plugin that does not load (PluginError)
+        if os.environ.get("PFLT_DEBUG"):
+            raise
+        print(f"pflt{' ' + command if command else ''}: error: {one_line(exc)}",
+              file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     args.argv = argv  # sub-commands may need to know which options were given explicitly
     if not getattr(args, "func", None):

@@ -7,3 +7,37 @@ from hypothesis import settings
 torch.set_num_threads(1)
 settings.register_profile("pflt", deadline=None, max_examples=30, derandomize=True)
 settings.load_profile("pflt")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def isolated_plugins(monkeypatch):
+    """Plugins loaded inside a test leave nothing behind: the algorithm and check
+    registries, the loaded-plugin cache, ``sys.modules`` and ``PFLT_PLUGINS`` are restored."""
+    import sys
+
+    from algorithms import base
+    from pfl_theory import plugins
+    from verification.core import registry
+
+    algorithms, checks = dict(base._REGISTRY), dict(registry._REGISTRY)
+    loaded = dict(plugins._LOADED)
+    monkeypatch.setenv(plugins.ENV, "")     # restored (to unset) after the test, even when
+    yield plugins                           # `pflt --plugin` wrote to os.environ directly
+    for spec, module in list(plugins._LOADED.items()):
+        if spec not in loaded:
+            for name in [n for n in sys.modules if n == module.__name__
+                         or n.startswith(module.__name__ + ".")]:
+                sys.modules.pop(name, None)
+    # entries registered during the test by modules outside the package (the package's own
+    # modules stay imported, so their entries must stay too)
+    for name, cls in list(base._REGISTRY.items()):
+        if name not in algorithms and not cls.__module__.startswith("algorithms."):
+            del base._REGISTRY[name]
+    for name, chk in list(registry._REGISTRY.items()):
+        if name not in checks and not chk.fn.__module__.startswith("verification."):
+            del registry._REGISTRY[name]
+    plugins._LOADED.clear()
+    plugins._LOADED.update(loaded)

@@ -65,6 +65,8 @@ def check_values(raw: dict, path: Path) -> None:
                     raise UserError(f"{path}: algorithms.{name} must be a table of "
                                     "hyper-parameters, e.g. [algorithms.{name}]")
                 _check_table(table, path, f"algorithms.{name}")
+        elif key == "data" and not isinstance(value, dict):
+            _scalar(value, path, key)            # --data itself (a [data] table is also allowed)
         elif key == "sweep" or key in RUN_TABLES:
             if not isinstance(value, dict):
                 raise UserError(f"{path}: [sweep] must be a table of lists, e.g. [sweep] "

@@ -86,7 +86,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     out = Path(options["out"])
     algorithm = get_algorithm(options["algorithm"])(**options["hyperparameters"])
     from pfl_theory.threads import run_threads
-    torch.set_num_threads(options.get("threads") or run_threads(options["clients"]))
+    threads = options.get("threads") or run_threads(options["clients"])
+    torch.set_num_threads(threads)   # the data build too; run() applies the same count
     spec = opts.data_spec(options)
     dtype = torch.float64 if options["dtype"] == "float64" else torch.float32
     check_memory(options)
@@ -98,6 +99,9 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
                         "(--synthetic-alpha/--synthetic-beta too large?)")
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
+    note = opts.schedule_note(algorithm, model, options["rounds"])
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     if options.get("model_chosen"):
         print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "
               "(pass --model to choose another)", file=sys.stderr)
@@ -131,7 +135,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         result = run_rounds(algorithm, fed, model, rounds=options["rounds"],
                             seed=options["seed"], eval_every=options["eval_every"],
                             out_dir=out, progress=progress, state=state, history=history,
-                            checkpoint_every=options["checkpoint_every"], config=config)
+                            checkpoint_every=options["checkpoint_every"], threads=threads,
+                            config=config)
     except DivergenceError as exc:
         # the marker pflt compare reads: this run stopped by divergence, not by a kill
         atomic_write_text(out / "diverged.json", json.dumps(

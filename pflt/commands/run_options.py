@@ -25,6 +25,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MODELS = ["mlr", "dnn", "mlp", "cnn"]
+#: ``--rounds`` of an algorithm without a schedule of its own (:func:`default_rounds`)
+DEFAULT_ROUNDS = 50
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
              "overwrite"}
 
@@ -92,7 +94,10 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
                    help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
                         "(default 64,32,16)")
     g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
-    g.add_argument("--rounds", type=int, default=50, help="communication rounds T (default 50)")
+    g.add_argument("--rounds", type=int, default=None,
+                   help=f"communication rounds T (default: the algorithm's own schedule where "
+                        f"it has one — PPFE: --total-rounds, all its stages — else "
+                        f"{DEFAULT_ROUNDS})")
     g.add_argument("--seed", type=int, default=0,
                    help="training seed: initialisation and per-round sampling (default 0)")
     g.add_argument("--data-seed", type=int, default=0,
@@ -312,6 +317,8 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
                         f"do not apply to {values['algorithm']}")
     from pflt.commands.run_checks import INT_MAX, check_options
 
+    if values.get("rounds") is None:
+        values["rounds"] = default_rounds(cls(**given))
     check_options(values)
     if not values.get("resume"):   # a saved run was checked when it started
         check_data_options(values)
@@ -340,7 +347,7 @@ SAVED_REQUIRED = ("algorithm", "model", "hidden", "l2", "rounds", "seed", "data_
                   "class_assignment", "replace", "size_range", "dirichlet_alpha",
                   "train_fraction", "max_client_size")
 #: options that are not saved with a run
-NOT_SAVED = ("hyperparameters", "resume", "config", "model_chosen", "overwrite")
+NOT_SAVED = ("hyperparameters", "resume", "config", "model_chosen", "overwrite", "plugin")
 
 
 def read_saved(path: Path) -> dict[str, Any]:
@@ -366,6 +373,32 @@ def read_saved(path: Path) -> dict[str, Any]:
             continue
         saved[key] = coerce(key, value, actions[key], str(path))
     return saved
+
+
+def default_rounds(algorithm) -> int:
+    """``--rounds`` when none is given: the algorithm's own schedule length
+    (``schedule_rounds()``, e.g. PPFE's ``total_rounds``) where it has one, else
+    :data:`DEFAULT_ROUNDS`."""
+    own = getattr(algorithm, "schedule_rounds", None)
+    return int(own()) if callable(own) else DEFAULT_ROUNDS
+
+
+def schedule_note(algorithm, model, rounds: int) -> str | None:
+    """A warning when ``rounds`` ends before the algorithm's own schedule: how many of its
+    stages start and finish (``schedule(model)``: rounds per stage) — else ``None``."""
+    own = getattr(algorithm, "schedule_rounds", None)
+    if not callable(own) or rounds >= own():
+        return None
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    note = f"{name}: --rounds {rounds} ends before its schedule of {own()} rounds"
+    if callable(getattr(algorithm, "schedule", None)):
+        per = list(algorithm.schedule(model))
+        starts = [sum(per[:s]) for s in range(len(per))]
+        started = sum(1 for st in starts if st < rounds)
+        done = sum(1 for st, r in zip(starts, per) if st + r <= rounds)
+        note += (f": {done} of its {len(per)} stages finish, {started} start (stages start "
+                 f"at rounds {', '.join(map(str, starts))})")
+    return note + f"; pass --rounds {own()} (or a smaller budget) to run them all"
 
 
 #: data options that only some --data / --partition use (the others ignore them)

@@ -104,7 +104,9 @@ def _from_run(path: Path, num_classes: int | None) -> dict:
 
     errors: dict[int, float] = {}
     observed: dict[int, float] = {}
+    possible = 0
     for e in run_history(path):
+        possible = max(possible, int(e.get("num_stages", 0)))
         if "stage" in e and "stage_weighted_error" in e:
             errors[int(e["stage"])] = float(e["stage_weighted_error"])
             if "ensemble_accuracy" in e:
@@ -123,6 +125,7 @@ def _from_run(path: Path, num_classes: int | None) -> dict:
            + (f" (clipped from {edge:.4g} to {GAMMA_MAX})" if edge > GAMMA_MAX else ""),
            "num_classes": classes,
            "stage_errors": {str(k): v for k, v in sorted(errors.items())},
+           "stages_run": max(errors) + 1, "stages_possible": possible or None,
            "observed_ensemble_test_accuracy": {str(k): v for k, v in sorted(observed.items())}}
     if edge <= 0:
         raise UserError(f"--from-run: a stage is no better than chance (weighted errors "
@@ -163,11 +166,12 @@ def run(args: argparse.Namespace) -> int:
                   t_max=args.t_max)
     args.gamma, args.n = inputs["gamma"], inputs["n"]
     sel = select_stages(gamma=args.gamma, kappa0=kappa0, n=args.n, t_max=args.t_max)
+    notes = run_notes(inputs, sel.t_star) if args.from_run is not None else []
     if args.json:
         print(json.dumps({
             "t_star": sel.t_star, "t_star_continuous": sel.t_star_continuous,
             "interior": sel.interior, "kappa0": kappa0, "b_prime": sel.b_prime,
-            "kappa": sel.kappa, "inputs": inputs,
+            "kappa": sel.kappa, "inputs": inputs, "notes": notes,
             "curve": [{"T": int(t), "bias": float(b), "variance": float(v), "bound": float(f)}
                       for t, b, v, f in zip(sel.ts, sel.bias, sel.variance, sel.bound)]}))
         return 0
@@ -181,5 +185,33 @@ def run(args: argparse.Namespace) -> int:
     if sel.interior and sel.t_star_continuous > args.t_max:
         # the bound still decreases at t_max: T* = t_max is the edge of the grid, not a minimum
         kind += f" beyond --t-max {args.t_max}: T* is the grid's edge, raise --t-max to reach it"
+    if notes:
+        kind += "; qualified by the notes below"
     print(f"T* = {sel.t_star}  (continuous {sel.t_star_continuous:.4g}, {kind})")
+    for note in notes:
+        print(f"note: {note}")
     return 0
+
+
+def run_notes(inputs: dict, t_star: int) -> list[str]:
+    """What a ``--from-run`` choice rests on when the run saw fewer stages than the grid:
+    γ̂ from the stages it reached only, and a T* beyond the stages its model can train is
+    the bound's extrapolation, not something the run observed."""
+    notes = []
+    run, possible = inputs.get("stages_run"), inputs.get("stages_possible")
+    if run is None:
+        return notes
+    seen = "stage 0 only" if run == 1 else f"stages 0-{run - 1}"
+    if possible and run < possible:
+        notes.append(f"the run ended in stage {run - 1} of its {possible} (its --rounds "
+                     f"stopped before --total-rounds): gamma is estimated from {seen}")
+    elif run == 1:
+        notes.append("gamma is estimated from one stage's error only")
+    if possible and t_star > possible:
+        notes.append(f"T* = {t_star} is more stages than this run's model can train "
+                     f"({possible}: PPFE trains at most L+1 stages on an L-layer model): an "
+                     "extrapolation of the bound, not a choice this run can confirm")
+    elif t_star > run:
+        notes.append(f"T* = {t_star} is beyond the {run} stage(s) the run reached: nothing in "
+                     "the run observed it")
+    return notes

@@ -59,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
     from verification.core import runner
 
-    checks, import_errors = runner.load_checks()
+    checks, import_errors = runner.load_checks(only=only)
     chosen = runner.select(checks, only=only, kinds=kinds)
     width = max([len(c.id) for c in chosen] + [2])
     print(f"{'id'.ljust(width)}  {'kind':<10}  R  paper — reference")

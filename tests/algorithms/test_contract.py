@@ -1,40 +1,19 @@
-"""Contract tests run on every registered algorithm: deterministic, keeps dtype/device,
-learns a planted problem, produces no NaN, names its evaluated models."""
+"""Contract tests run on every registered algorithm — plugins included (``PFLT_PLUGINS=…
+pytest tests/algorithms/test_contract.py``): deterministic, keeps dtype/device, learns a
+planted problem, produces no NaN, names its evaluated models.  For one algorithm of your own
+from your own tests: :func:`algorithms.testing.contract_battery`."""
 
 import dataclasses
 
-import numpy as np
 import pytest
 import torch
 
 from algorithms.base import State, hyperparameters, registry
 from algorithms.evaluation import evaluate
 from algorithms.models import DNN
-from synthetic.federation import Federation
-
-# Small, common settings so each round is cheap; only fields an algorithm has are set.
-# Learning rates are raised from the papers' (tuned for 600-800 rounds) so that a planted
-# problem is learned within 15 rounds by every algorithm.
-SMALL = {"local_rounds": 10, "inner_steps": 5, "batch_size": 10, "clients_per_round": 4,
-         "lr": 0.03, "personal_lr": 0.05}
-
-
-def planted_federation():
-    """6 IID clients, 3 well-separated Gaussian classes in 5-d (Bayes accuracy ≈ 1)."""
-    rng = np.random.RandomState(0)
-    means = np.array([[3.0, 0, 0, 0, 0], [0, 3.0, 0, 0, 0], [0, 0, 3.0, 0, 0]])
-    xs, ys = [], []
-    for _ in range(6):
-        y = rng.randint(0, 3, 80)
-        xs.append(means[y] + 0.5 * rng.randn(80, 5))
-        ys.append(y)
-    return Federation.from_client_arrays(xs, ys, num_classes=3, device="cpu",
-                                         dtype=torch.float64)
-
-
-def build(cls):
-    names = {f.name for f in hyperparameters(cls)}
-    return cls(**{k: v for k, v in SMALL.items() if k in names})
+# small common settings, the planted problem and ``build``: those of the contract battery
+# that users run on their own algorithms (algorithms/testing.py)
+from algorithms.testing import SMALL, build, planted_federation
 
 
 @pytest.fixture(scope="module")

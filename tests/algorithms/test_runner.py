@@ -166,3 +166,34 @@ def test_non_finite_model_names_the_model_or_tensor():
     state.models["local"]["w"][2, 1] = 0.0
     state.tensors["scores"][3] = float("nan")
     assert non_finite_model(state) == "scores"
+
+
+@pytest.mark.parametrize("env, given, expected", [
+    (None, None, 1),        # the CLI's default: one thread
+    ("2", None, 2),         # PFLT_THREADS honoured by the API as by `pflt run`
+    ("2", 3, 3),            # threads= wins over the environment
+])
+def test_run_applies_the_cli_threads_policy_and_restores_torch(fed, monkeypatch, env, given,
+                                                                expected):
+    if env is None:
+        monkeypatch.delenv("PFLT_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("PFLT_THREADS", env)
+    seen = []
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)        # a caller's own setting: used nowhere inside run()
+    try:
+        run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=2, progress=False,
+            threads=given, on_round=lambda s: seen.append(torch.get_num_threads()))
+        assert seen == [expected, expected]
+        assert torch.get_num_threads() == 4      # restored after the run
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_run_rejects_a_bad_thread_count(fed, monkeypatch):
+    with pytest.raises(ValueError, match="threads"):
+        run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=1, progress=False, threads=0)
+    monkeypatch.setenv("PFLT_THREADS", "zero")
+    with pytest.raises(ValueError, match="PFLT_THREADS"):
+        run(FedAvg(clients_per_round=2), fed, MLR(8, 3), rounds=1, progress=False)

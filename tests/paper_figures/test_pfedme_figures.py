@@ -41,8 +41,8 @@ def test_table1_make_quick_tiny(tmp_path, monkeypatch):
 
 def test_rates_make_tiny(tmp_path, monkeypatch):
     tiny = {"rounds": 12, "batch_sizes": (1, 2, 4), "floor_seeds": 1, "floor_rounds": 6, "sampled": (10, 20),
-            "lams": (10.0, 30.0, 100.0), "ball_seeds": 1, "ball_rounds": 2, "nc_rounds": 16,
-            "nc_fit_from": 4, "nc_seeds": 1, "clients": 4}
+            "lams": (10.0, 30.0, 100.0), "ball_seeds": 1, "ball_rounds": 2, "nc_ts": (4, 8, 16),
+            "nc_seeds": 2, "nc_lr0": 0.2, "clients": 4}
     monkeypatch.setitem(pfedme_rates.SIZES, "quick", tiny)
     paths = pfedme_rates.make(tmp_path, quick=True, seed=0)
     names = {p.name for p in paths}
@@ -54,3 +54,34 @@ def test_rates_make_tiny(tmp_path, monkeypatch):
     assert all(float(r["measured"]) > 0 and float(r["predicted"]) > 0 for r in rows)
     rows = list(csv.DictReader((tmp_path / "pfedme_nonconvex_T.csv").open()))
     assert [int(r["T"]) for r in rows] == [4, 8, 16]
+
+
+def test_nonconvex_figure_has_the_checks_experiment_and_fit(tmp_path, monkeypatch):
+    """pfedme_nonconvex_T.png draws the data and the fit of pfedme.nonconvex_rate_T: the
+    same horizons, seeds and step at both sizes, and the same slope on the same data."""
+    from verification.checks import pfedme_algorithm  # noqa: F401  (registers the check)
+    from verification.core.registry import _REGISTRY, Context
+    from verification.estimators import fitting
+    from verification.experiments import pfedme_quadratic as ex
+
+    chk = _REGISTRY["pfedme.nonconvex_rate_T"]
+    for size, params in (("quick", chk.quick), ("full", chk.full)):
+        z = pfedme_rates.SIZES[size]
+        assert tuple(z["nc_ts"]) == tuple(params["ts"]) and z["nc_lr0"] == params["lr0"]
+        assert tuple(range(z["nc_seeds"])) == tuple(params["seeds"])
+    data = ex.nonconvex_rate_runs((4, 8, 16), (0, 1), lr0=0.2, seed=0)
+    monkeypatch.setattr(ex, "nonconvex_rate_runs", lambda *a, **k: data)
+    slopes = []
+    real = fitting.fit_loglog
+
+    def spy(*a, **k):
+        fit = real(*a, **k)
+        slopes.append(fit.slope)
+        return fit
+
+    monkeypatch.setattr(pfedme_rates, "fit_loglog", spy)
+    pfedme_rates.nonconvex(tmp_path, {"nc_ts": (4, 8, 16), "nc_seeds": 2, "nc_lr0": 0.2}, 0)
+    ctx = Context(size="quick", seed=0, params={"ts": (4, 8, 16), "seeds": (0, 1), "lr0": 0.2},
+                  tolerance=None)
+    reported = chk.fn(ctx).measured["slope"]
+    assert slopes == [reported]

@@ -50,3 +50,26 @@ def test_single_threaded_restores_thread_count():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_api_threads_policy(monkeypatch):
+    monkeypatch.delenv("PFLT_THREADS", raising=False)
+    assert threads.api_threads() == 1 and threads.api_threads(3) == 3
+    monkeypatch.setenv("PFLT_THREADS", "2")
+    assert threads.api_threads() == 2 and threads.api_threads(1) == 1
+    for bad in (0, -2, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="threads"):
+            threads.api_threads(bad)
+
+
+def test_torch_threads_restores_also_on_error():
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        with pytest.raises(RuntimeError):
+            with threads.torch_threads(1):
+                assert torch.get_num_threads() == 1
+                raise RuntimeError("boom")
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)

@@ -28,7 +28,7 @@ def one_check(monkeypatch):
     """An isolated registry with one quick check that writes a figure file."""
     saved = dict(registry._REGISTRY)
     registry._REGISTRY.clear()
-    monkeypatch.setattr(runner, "load_checks", lambda package="verification.checks":
+    monkeypatch.setattr(runner, "load_checks", lambda package="verification.checks", **_:
                         (dict(registry._REGISTRY), {}))
 
     @check("fake.draws", paper="P", reference="eq. (1)", kind="identity")

@@ -77,7 +77,8 @@ def test_help_with_a_config_shows_its_algorithm_and_values(tmp_path, capsys):
     assert main(["run", "--config", str(cfg), "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())       # argparse's wrapping undone
     assert "ditto hyper-parameters:" in text and "pfedme hyper-parameters" not in text
-    assert "--rounds ROUNDS communication rounds T (default 50) [f.toml: 7]" in text
+    assert "--rounds ROUNDS communication rounds T (default: the algorithm's own schedule " \
+        "where it has one — PPFE: --total-rounds, all its stages — else 50) [f.toml: 7]" in text
     assert "--clients CLIENTS number of clients N (default 100) [f.toml: 12]" in text
     assert "global model (default: 0.1) [f.toml: 0.5]" in text
     assert "--seed SEED training seed" in text and "[f.toml: 0]" not in text  # not in the file

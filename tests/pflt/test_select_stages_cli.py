@@ -204,3 +204,29 @@ def test_validation_errors(ppfe_run, tmp_path, capsys):
                  "--no-progress", "--out", str(fedavg)]) == 0
     capsys.readouterr()
     assert "not PPFE" in err("--from-run", str(fedavg), "--validation")
+
+
+@pytest.mark.parametrize("stages_seen, possible, expected", [
+    # a run stopped in stage 0 of 2 (the Quickstart's --rounds 50 against --total-rounds 160)
+    ([(0, 0.1)], 2, ["ended in stage 0 of its 2", "more stages than this run's model"]),
+    # every stage done, but T* beyond what the model can train
+    ([(0, 0.1), (1, 0.2)], 2, ["more stages than this run's model"]),
+    # every stage of the grid done, T* within them: nothing to qualify
+    ([(s, 0.2) for s in range(20)], 20, []),
+])
+def test_from_run_qualifies_a_t_star_the_run_did_not_reach(tmp_path, capsys, stages_seen,
+                                                           possible, expected):
+    entries = [{"round": 10 * (i + 1), "stage": float(s), "stage_weighted_error": e,
+                "num_stages": float(possible)} for i, (s, e) in enumerate(stages_seen)]
+    (tmp_path / "history.json").write_text(json.dumps({"config": {}, "entries": entries}))
+    argv = ["select-stages", "--from-run", str(tmp_path), "--n", "100", "--kappa0", "0.3"]
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["t_star"] > 2 and out["inputs"]["stages_run"] == len(stages_seen)
+    assert len(out["notes"]) == len(expected)
+    for note, needle in zip(out["notes"], expected):
+        assert needle in note
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert ("qualified by the notes below" in text) == bool(expected)
+    assert text.count("\nnote: ") == len(expected)

@@ -213,9 +213,7 @@ def nonconvex_rate_T(ctx: Context) -> Outcome:
     descent).  No slack: three-way verdict on the bootstrap CI (docs/formulas.md §B.6)."""
     p = ctx.params
     ts = list(p["ts"])
-    y = np.array([[ex.nonconvex_run(rounds=t, seed=ctx.seed + s, noise=3.0, batch_size=1,
-                                    lr=p["lr0"] * (t / ts[0]) ** (-1.0 / 3.0))["grad_sq"].mean()
-                   for t in ts] for s in p["seeds"]])
+    y = ex.nonconvex_rate_runs(ts, p["seeds"], lr0=p["lr0"], seed=ctx.seed)
     fit = fit_loglog(ts, y, seed=ctx.seed)
     verdict, line = rate_three_way(fit, -2.0 / 3.0, claim="at_most")
     return outcome(verdict, measured={"slope": fit.slope, "ci": fit.ci}, theoretical=-2.0 / 3.0,

@@ -26,7 +26,8 @@ numerical-bound kinds:
   max/min of the ratio stays within a factor fixed in the check's definition).
 
 Define a check with the :func:`check` decorator in a module of :mod:`verification.checks`
-(every module there is imported by :func:`load_all`)::
+(every module there is imported by :func:`load_all`) or in a module of your own loaded as a
+plugin (``PFLT_PLUGINS``, ``pflt --plugin``: :mod:`pfl_theory.plugins`, docs/extending.md)::
 
     @check("pfedme.envelope_gradient", paper="pFedMe (NeurIPS 2020)",
            reference="Proposition 1, eq. (6)", kind="identity",
@@ -238,11 +239,14 @@ def check(
 
 
 def load_all() -> dict[str, Check]:
-    """Import every module of :mod:`verification.checks` and return the registry."""
+    """Import every module of :mod:`verification.checks` and the user's plugins
+    (:mod:`pfl_theory.plugins`) and return the registry."""
     import verification.checks as checks
+    from pfl_theory.plugins import load_plugins
 
     for info in pkgutil.iter_modules(checks.__path__):
         importlib.import_module(f"verification.checks.{info.name}")
+    load_plugins()
     return dict(sorted(_REGISTRY.items()))
 
 

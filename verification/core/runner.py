@@ -21,10 +21,13 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
 import platform
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -44,19 +47,63 @@ from verification.core.suite import CheckRun, SuiteRun, aggregate
 from verification.core.report import format_table, write_outputs
 
 
-def load_checks(package: str = "verification.checks"
+#: a check declared with a literal id: ``@check("paper.name", …)``
+_DECLARED = re.compile(r"""@check\(\s*(["'])([^"']+)\1""")
+
+
+def modules_declaring(package: str, only: Iterable[str] | str | None) -> list[str] | None:
+    """The modules of ``package`` that can hold a check matching the ``only`` globs, read
+    from their source without importing them (literal ``@check("id"`` declarations; a
+    module with any other ``@check(`` is always included); ``None`` — import every module
+    — without patterns or when a pattern matches no declared id (a plugin's check, an
+    ``import.<module>`` pseudo check, a typo that :func:`select` reports)."""
+    patterns = _split_patterns(only)
+    if not patterns:
+        return None
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    declared: dict[str, list[str] | None] = {}
+    for info in pkgutil.iter_modules(spec.submodule_search_locations):
+        path = Path(info.module_finder.path) / f"{info.name}.py"
+        if info.ispkg or not path.is_file():
+            declared[info.name] = None
+            continue
+        text = path.read_text(encoding="utf-8")
+        ids = [m.group(2) for m in _DECLARED.finditer(text)]
+        declared[info.name] = ids if len(ids) == text.count("@check(") else None
+    every = [i for ids in declared.values() if ids for i in ids]
+    if not all(any(fnmatch.fnmatchcase(i, pat) for i in every) for pat in patterns):
+        return None
+    return sorted(name for name, ids in declared.items()
+                  if ids is None or any(fnmatch.fnmatchcase(i, pat)
+                                        for i in ids for pat in patterns))
+
+
+def load_checks(package: str = "verification.checks", *,
+                only: Iterable[str] | str | None = None
                 ) -> tuple[dict[str, Check], dict[str, str]]:
-    """Import every module of ``package`` (tolerating broken ones) and return the registry
-    (sorted by id) and ``{module name: error line}`` for modules that failed to import."""
+    """Import the modules of ``package`` (tolerating broken ones) and the user's plugins
+    (:mod:`pfl_theory.plugins`; a broken plugin raises its one-line
+    :class:`~pfl_theory.plugins.PluginError`) and return the registry (sorted by id) and
+    ``{module name: error line}`` for the package's modules that failed to import.  With
+    ``only`` globs, only the modules declaring a matching check are imported
+    (:func:`modules_declaring`): ``pflt verify --only <id>`` does not import every check's
+    dependencies."""
+    from pfl_theory.plugins import load_plugins
     from verification.core import registry
 
     pkg = importlib.import_module(package)
+    wanted = modules_declaring(package, only)
     errors: dict[str, str] = {}
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if wanted is not None and info.name not in wanted:
+            continue
         try:
             importlib.import_module(f"{package}.{info.name}")
         except Exception as exc:  # a broken module is reported, the others still load
             errors[info.name] = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    load_plugins()
     return dict(sorted(registry._REGISTRY.items())), errors
 
 
@@ -215,7 +262,7 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
                    echo: bool = True) -> SuiteRun:
     """Load, select, run, write ``results.json``/``report.md``; print the table if
     ``echo``. This is what ``pflt verify`` does."""
-    checks, import_errors = load_checks()
+    checks, import_errors = load_checks(only=only)
     for module, error in import_errors.items():
         print(f"warning: check module {module!r} failed to import: {error}", file=sys.stderr)
     # a broken module is selectable as the pseudo check ``import.<module>``

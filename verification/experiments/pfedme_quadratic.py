@@ -294,3 +294,15 @@ def nonconvex_run(*, rounds: int = 128, seed: int = 0, lam: float = 15.0, lr: fl
     expected = np.array([grad_sq[:T].mean() for T in Ts])
     return {"t": np.arange(len(ws)), "grad_sq": grad_sq, "T": np.array(Ts),
             "expected_grad_sq": expected, "L": model.L, "lam": lam}
+
+
+def nonconvex_rate_runs(ts, seeds, *, lr0: float, seed: int = 0) -> np.ndarray:
+    """``[len(seeds), len(ts)]`` values of E‖∇F(w_{t*})‖² for the Theorem 2(a) rate (E.B8):
+    one :func:`nonconvex_run` per horizon T with Corollary 2's horizon-tuned step
+    η_T = ``lr0``·(T/T₀)^{−1/3} (T₀ = ``ts[0]``), stochastic inner solves (|D| = 1, noise 3),
+    seeds ``seed + s``.  The experiment of the check ``pfedme.nonconvex_rate_T`` and of the
+    figure ``pfedme_nonconvex_T`` (one fit for both)."""
+    ts = list(ts)
+    return np.array([[nonconvex_run(rounds=t, seed=seed + s, noise=3.0, batch_size=1,
+                                    lr=lr0 * (t / ts[0]) ** (-1.0 / 3.0))["grad_sq"].mean()
+                      for t in ts] for s in seeds])

@@ -256,7 +256,7 @@ def test_load_checks_reports_broken_modules(fake_registry, tmp_path, monkeypatch
 
 def test_import_errors_become_error_entries(fake_registry, tmp_path, monkeypatch):
     register_trio()
-    monkeypatch.setattr(runner, "load_checks", lambda package="verification.checks": (
+    monkeypatch.setattr(runner, "load_checks", lambda package="verification.checks", only=None: (
         dict(fake_registry), {"broken": "ImportError: missing dependency xyz"}))
     rc = main(["verify", "--quick", "--only", "fake.true", "--out", str(tmp_path),
                "--no-progress"])

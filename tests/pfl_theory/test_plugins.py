@@ -1,0 +1,93 @@
+"""pfl_theory.plugins: specs from PFLT_PLUGINS, module names, files and package directories,
+entry points, one-line errors; the registries pick plugins up."""
+
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+ALGORITHM = '''
+from dataclasses import dataclass
+from algorithms.base import register
+from algorithms.fedavg import FedAvg
+
+@register("{name}")
+@dataclass(frozen=True)
+class Mine(FedAvg):
+    """A FedAvg copy registered by a plugin (McMahan et al., AISTATS 2017)."""
+'''
+
+
+def test_split_specs_takes_commas_and_the_path_separator():
+    from pfl_theory.plugins import split_specs
+
+    assert split_specs(" a, b:c ,,") == ["a", "b", "c"]
+    assert split_specs("") == split_specs(None) == []
+
+
+def test_a_file_a_package_directory_and_a_module_name_register(isolated_plugins, tmp_path,
+                                                                monkeypatch):
+    from algorithms.base import registry
+
+    (tmp_path / "one.py").write_text(ALGORITHM.format(name="plug-one"))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import algo\n")
+    (tmp_path / "pkg" / "algo.py").write_text(ALGORITHM.format(name="plug-two"))
+    (tmp_path / "mod_three.py").write_text(ALGORITHM.format(name="plug-three"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PFLT_PLUGINS", f"{tmp_path / 'one.py'},{tmp_path / 'pkg'}:mod_three")
+    assert {"plug-one", "plug-two", "plug-three"} <= set(registry())
+    registry()                                   # loaded once: no "registered twice"
+
+
+@pytest.mark.parametrize("spec, source, needle", [
+    ("no_such_plugin_module", None, "ModuleNotFoundError: No module named"),
+    ("missing.py", None, "FileNotFoundError: no such file"),
+    ("broken.py", "def f(:\n", "SyntaxError"),
+    ("raises.py", "raise RuntimeError('boom at import')\n", "RuntimeError: boom at import"),
+    ("twice.py", ALGORITHM.format(name="fedavg"), "registered twice"),
+])
+def test_a_bad_plugin_is_one_line_naming_it(isolated_plugins, tmp_path, monkeypatch, spec,
+                                            source, needle):
+    from algorithms.base import registry
+
+    path = tmp_path / spec if spec.endswith(".py") else spec
+    if source is not None:
+        path.write_text(source)
+    monkeypatch.setenv("PFLT_PLUGINS", str(path))
+    with pytest.raises(isolated_plugins.PluginError) as info:
+        registry()
+    message = str(info.value)
+    assert "\n" not in message and needle in message and str(path) in message
+
+
+def test_entry_points_of_both_groups_are_imported(isolated_plugins, tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from algorithms.base import registry
+
+    (tmp_path / "ep_algos.py").write_text(ALGORITHM.format(name="plug-ep"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = []
+
+    def entry_points(group):
+        seen.append(group)
+        if group != "pfl_theory.algorithms":
+            return []
+        return [metadata.EntryPoint("mine", "ep_algos", group)]
+
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
+    monkeypatch.setattr(isolated_plugins, "_ENTRY_POINTS_LOADED", False)
+    assert "plug-ep" in registry()
+    assert seen == list(isolated_plugins.GROUPS)
+    sys.modules.pop("ep_algos", None)
+
+
+def test_a_broken_entry_point_is_one_line(isolated_plugins, monkeypatch):
+    from importlib import metadata
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [
+        metadata.EntryPoint("bad", "no_such_ep_module", group)])
+    monkeypatch.setattr(isolated_plugins, "_ENTRY_POINTS_LOADED", False)
+    with pytest.raises(isolated_plugins.PluginError, match="entry point 'bad'.*no_such_ep"):
+        isolated_plugins.load_plugins()

@@ -1,0 +1,40 @@
+"""``--plugin`` / ``PFLT_PLUGINS`` through the commands: list, run --help, verify --list, and
+the option anywhere on the line (examples/plugin_example.py)."""
+
+import json
+from pathlib import Path
+
+from pflt.cli import main, take_plugin_options
+
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "plugin_example.py")
+
+
+def test_take_plugin_options_anywhere_before_a_double_dash():
+    assert take_plugin_options(["--plugin", "a", "run", "--plugin=b", "--x", "1"]) == \
+        (["run", "--x", "1"], ["a", "b"])
+    assert take_plugin_options(["run", "--", "--plugin", "c"]) == \
+        (["run", "--", "--plugin", "c"], [])
+
+
+def test_list_and_run_help_show_the_plugins_algorithm(isolated_plugins, capsys):
+    assert main(["list", "algorithms", "--json", "--plugin", EXAMPLE]) == 0
+    entries = {e["name"]: e for e in json.loads(capsys.readouterr().out)}
+    mine = entries["my-fedprox"]
+    assert {h["name"]: h["symbol"] for h in mine["hyperparameters"]}["mu"] == "μ"
+    assert "MLSys 2020" in mine["paper"]
+    assert main(["--plugin", EXAMPLE, "run", "--algorithm", "my-fedprox", "--help"]) == 0
+    assert "--mu" in capsys.readouterr().out
+
+
+def test_verify_lists_the_plugins_check_from_the_environment(isolated_plugins, monkeypatch,
+                                                             capsys):
+    monkeypatch.setenv("PFLT_PLUGINS", EXAMPLE)
+    assert main(["verify", "--list", "--only", "mine.*"]) == 0
+    out = capsys.readouterr().out
+    assert "mine.gd_strongly_convex" in out and "1 check(s)" in out
+
+
+def test_without_the_plugin_its_algorithm_is_unknown(isolated_plugins, tmp_path, capsys):
+    assert main(["run", "--algorithm", "my-fedprox", "--out", str(tmp_path / "r"),
+                 "--no-progress"]) == 2
+    assert "my-fedprox" in capsys.readouterr().err

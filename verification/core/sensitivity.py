@@ -7,9 +7,10 @@ result carries ``sensitivity`` (a factor ``f`` ≥ 1, or ``None``) and ``sensiti
 ``×f`` or ``÷f`` of the theoretical side that changes the verdict — the suite "detects
 formula errors larger than ×f":
 
-* ``bound``: HOLDS → bound/measured at the deciding (tightest) grid point (the bound must be
-  divided by that much to fail); FAILS → measured/bound; VACUOUS → the smaller of
-  bound/measured (to FAIL) and min_j bound_j/trivial_j (to stop being vacuous anywhere);
+* ``bound``: HOLDS and VACUOUS → bound/measured at the deciding (tightest) grid point (the
+  bound must be divided by that much to FAIL; for a VACUOUS bound the note adds the smaller
+  factor min_j bound_j/trivial_j that would make it look informative — a verdict change
+  that detects nothing); FAILS → measured/bound;
 * ``envelope``: a constant factor of the shape is invisible by design; what flips it is a
   shape error that distorts measured/shape across the grid: HOLDS → factor/spread, FAILS →
   spread/factor (a distortion of the shape's max/min over the grid by more than that);
@@ -66,22 +67,20 @@ def _bound(verdict: str, measured: Any, theoretical: Any,
         return None, "n/a: bound without scalar measured/bound values"
     if m <= 0 or b <= 0:
         return None, "n/a: measured or bound ≤ 0, no finite factor flips the verdict"
-    to_fail = b / m if verdict != "FAILS" else m / b
+    if verdict == "FAILS":
+        return max(m / b, 1.0), "measured/bound at the deciding point"
     if verdict != "VACUOUS":
-        return max(to_fail, 1.0), ("bound/measured at the deciding point" if verdict != "FAILS"
-                                   else "measured/bound at the deciding point")
+        return max(b / m, 1.0), "bound/measured at the deciding point"
+    # VACUOUS: a smaller error would make the bound look informative (a verdict change, but
+    # no detection); what *detects* an error is a FAILS, so the factor is bound/measured
     grid = extra.get("grid") or {}
     bounds, trivial = grid.get("bound"), grid.get("trivial")
     if bounds is None or trivial is None:
         bounds, trivial = [b], [extra.get("trivial")]
     ratios = [bj / tj for bj, tj in zip(bounds, trivial)
               if tj is not None and tj > 0 and bj > 0]
-    if not ratios:
-        return max(to_fail, 1.0), "bound/measured at the deciding point"
-    to_informative = min(ratios)
-    if to_informative < to_fail:
-        return max(to_informative, 1.0), "bound/trivial where the bound is least vacuous"
-    return max(to_fail, 1.0), "bound/measured at the deciding point"
+    margin = f"; ÷{min(ratios):.3g} would make it informative" if ratios else ""
+    return max(b / m, 1.0), "bound/measured at the deciding point (to FAIL)" + margin
 
 
 def _envelope(verdict: str, measured: Any, theoretical: Any) -> tuple[float | None, str]:

@@ -47,9 +47,10 @@ def test_bound_sensitivity_is_the_tightness_or_the_vacuity_margin():
     assert res.sensitivity == pytest.approx(4.0)
     fails = run_check(_check("bound", lambda ctx: bound_outcome(3.0, 2.0)))
     assert fails.sensitivity == pytest.approx(1.5)
-    # VACUOUS: dividing the bound by 3/1 makes it informative, before 3/0.1 makes it fail
+    # VACUOUS: ÷3 makes it look informative (no detection); ÷30 makes it FAIL
     vac = run_check(_check("bound", lambda ctx: bound_outcome(0.1, 3.0, trivial=1.0)))
-    assert vac.verdict is Verdict.VACUOUS and vac.sensitivity == pytest.approx(3.0)
+    assert vac.verdict is Verdict.VACUOUS and vac.sensitivity == pytest.approx(30.0)
+    assert "÷3 would make it informative" in vac.sensitivity_note
     # the factor really flips the verdict: a bound divided by slightly more fails
     f = res.sensitivity * 1.01
     assert not bound_outcome(0.5, 2.0 / f).holds

@@ -275,8 +275,8 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
     return out
 
 
-_THM = dict(quick={"clients": 8, "sizes": [16, 48, 160], "steps": 150},
-            full={"clients": 20, "sizes": [16, 48, 160, 500], "steps": 400})
+_THM = dict(quick={"clients": 8, "sizes": [16, 48, 160, 512], "steps": 150},
+            full={"clients": 20, "sizes": [16, 48, 160, 512, 1600], "steps": 400})
 
 
 def _theorem_check(key: str, gap: str, label: str):

@@ -48,7 +48,7 @@ def _linear_ppfe(seed: int, dim: int, points: tuple, delta: float) -> dict:
     bound M = max |entry| of w_0, v_i, w_i − w_0, output bound B_h = d M B_x + M, prediction
     bound T B_h, loss range B = (T B_h + Y)², loss Lipschitz 2(T B_h + Y)."""
     out: dict = {"N": [], "n": [], "excess": [], "union": [], "calculator": [], "corollary": [],
-                 "loss_range": [], "class_sup": []}
+                 "loss_range": [], "class_sup": [], "calc_raw": [], "cor_raw": []}
     t_stages, a = 2, 1.0
     for k, (num_clients, n) in enumerate(points):
         fed = make_linear_federation(num_clients=num_clients, dim=dim, n_train=int(n),
@@ -85,13 +85,13 @@ def _linear_ppfe(seed: int, dim: int, points: tuple, delta: float) -> dict:
         for key, val in (("N", num_clients), ("n", n), ("excess", excess),
                          ("union", 2 * union), ("calculator", 2 * loss_range * calc),
                          ("corollary", 2 * loss_range * cor), ("loss_range", loss_range),
-                         ("class_sup", class_sup)):
+                         ("class_sup", class_sup), ("calc_raw", calc), ("cor_raw", cor)):
             out[key].append(float(val))
     return out
 
 
-_T7 = dict(quick={"clients": 10, "dim": 3, "sizes": [20, 60, 200, 600], "delta": 0.05},
-           full={"clients": 50, "dim": 5, "sizes": [20, 60, 200, 600, 2000, 6000],
+_T7 = dict(quick={"clients": 10, "dim": 3, "sizes": [20, 60, 200, 640], "delta": 0.05},
+           full={"clients": 50, "dim": 5, "sizes": [20, 60, 200, 640, 2000, 6400],
                  "delta": 0.05})
 
 

@@ -122,7 +122,8 @@ def _verdict_cell(run: "CheckRun") -> str:
 VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "HOLDS")
 VERDICT_MEANING = {
     "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
-    "ERRATUM": "the formula as printed is contradicted and the corrected reading holds.",
+    "ERRATUM": "the formula as printed is contradicted and the corrected reading holds; each "
+               "says whether by measurement or by algebra only (correction unproven).",
     "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
     "ERROR": "the check itself broke.",
     "VACUOUS": "the bound holds but exceeds the trivial bound of its quantity at every point "

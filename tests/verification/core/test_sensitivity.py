@@ -88,3 +88,24 @@ def test_erratum_basis_is_recorded_and_validated():
     bad = run_check(_check("identity", lambda ctx: Outcome(
         1.0, 0.0, holds=False, verdict=Verdict.ERRATUM, erratum_basis="vibes")))
     assert bad.verdict is Verdict.ERROR
+
+
+def test_report_shows_vacuous_section_trivial_bound_sensitivity_and_erratum_basis():
+    from verification.core.report import format_table, report_markdown
+
+    vac = run_check(_check("bound", lambda ctx: bound_outcome(0.1, 3.0, trivial=1.0)))
+    err = run_check(Check(id="test.erratum", paper="P", reference="Cor 1", kind="rate",
+                          fn=lambda ctx: Outcome(1.0, 0.0, holds=False,
+                                                 verdict=Verdict.ERRATUM,
+                                                 erratum_basis="algebra"),
+                          tolerance=None, tolerance_reason=""))
+    suite = SuiteRun((CheckRun(vac.check, vac.verdict, (vac,)),
+                      CheckRun(err.check, err.verdict, (err,))), "quick", (0,))
+    md = report_markdown(suite)
+    assert "## VACUOUS (1)" in md and "- **Trivial bound:** 1" in md
+    assert "- **Sensitivity:** ×30" in md
+    assert "- **Erratum basis:** inconsistent as printed; our correction makes it " \
+           "consistent (algebra, correction unproven)" in md
+    assert "0 HOLD" in md and "1 VACUOUS" in md
+    table = format_table(suite)
+    assert "×30" in table and "this suite detects formula errors larger than" in table

@@ -61,6 +61,9 @@ FORMULA_MODULES = ("pfl_theory.pfedme", "pfl_theory.cgpfl", "pfl_theory.plgu",
 PROBE_KINDS = ("bound", "envelope", "inequality", "identity", "rate")
 MUTANT_KINDS = ("constant", "sqrt-scope", "exponent", "dropped-factor", "swapped", "log-base")
 MAX_PER_FUNCTION = 8
+#: seconds one check may run under a mutant (a mutated step size or horizon can make a run
+#: effectively endless); a check that runs out is *undecided* and the mutant left out of the rates
+CHECK_TIMEOUT_S = 30
 SEED = 20261126
 
 
@@ -351,6 +354,7 @@ class GeneratedResult:
     changes: tuple[str, ...]  # "check (kind): BASE → NEW"
     seconds: float
     invalid: bool = False  # the mutated call raised ValueError (left out of the rates)
+    timed_out: bool = False  # a check ran past CHECK_TIMEOUT_S (left out of the rates)
 
     @property
     def killed(self) -> bool:
@@ -361,6 +365,30 @@ class GeneratedResult:
         """Killed only by VACUOUS → HOLDS changes: the wrong formula made a vacuous bound look
         informative — a verdict change, but not a refutation (reported apart)."""
         return self.killed and all(c.endswith("VACUOUS → HOLDS") for c in self.changes)
+
+
+class _Timeout(BaseException):
+    """Raised by the alarm; a BaseException so that run_check does not turn it into ERROR."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    import signal
+
+    if not hasattr(signal, "SIGALRM"):  # pragma: no cover - not on Windows
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.alarm(int(seconds))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def run_generated(checks: dict[str, Check], *, only: str | None = None,
@@ -382,22 +410,27 @@ def run_generated(checks: dict[str, Check], *, only: str | None = None,
             tracker = Tracker()
             replacement = mutant.wrap(getattr(importlib.import_module(mod), fn), tracker)
             start = time.perf_counter()
-            changes = []
+            changes, timed_out = [], False
             with patched(mod, fn, replacement):
                 for cid in cids:
                     _clear_caches()
-                    with np.errstate(all="ignore"):
-                        v = run_check(pool[cid], size="quick", seed=0).verdict
+                    try:
+                        with np.errstate(all="ignore"), _time_limit(CHECK_TIMEOUT_S):
+                            v = run_check(pool[cid], size="quick", seed=0).verdict
+                    except _Timeout:
+                        timed_out = True
+                        continue
                     if v is not baseline[cid]:
                         changes.append(f"{cid} ({pool[cid].kind}): {baseline[cid].value} → "
                                        f"{v.value}")
             _clear_caches()
-            r = GeneratedResult(mutant, tracker.hits > 0 and not tracker.invalid, tuple(changes),
-                                time.perf_counter() - start, tracker.invalid > 0)
+            r = GeneratedResult(mutant, tracker.hits > 0 and not tracker.invalid
+                                and not timed_out, tuple(changes),
+                                time.perf_counter() - start, tracker.invalid > 0, timed_out)
             results.append(r)
             if echo:
                 status = ("KILLED  " if r.killed else "SURVIVED") if r.exercised else \
-                    ("INVALID " if r.invalid else "UNUSED  ")
+                    ("TIMEOUT " if r.timed_out else "INVALID " if r.invalid else "UNUSED  ")
                 print(f"{status} {mutant.name:55s} [{mutant.kind}] "
                       f"{'; '.join(changes) or ', '.join(cids)}", flush=True)
     return results, unchecked, users

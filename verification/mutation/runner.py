@@ -173,8 +173,10 @@ def _main_generated(only: str | None) -> int:
         print(f"--only {only!r} matches no generated mutant", file=sys.stderr)
         return 2
     print(f"formula functions called by no check ({len(unchecked)}): {', '.join(unchecked)}")
-    unused = sum(not r.exercised for r in results)
-    print(f"mutants not exercised (their change never applied): {unused}")
+    unused = sum(not r.exercised and not r.invalid and not r.timed_out for r in results)
+    print(f"mutants not exercised (their change never applied): {unused}; rejected by the "
+          f"formula's input validation: {sum(r.invalid for r in results)}; a check ran past "
+          f"{G.CHECK_TIMEOUT_S} s: {sum(r.timed_out for r in results)}")
     for line in G.format_rates(G.kill_rates(results, checks, users)):
         print(line)
     return 0

@@ -196,8 +196,9 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
              f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
              f"- **Measured / theoretical:** {short(worst[0].measured, 200)} / "
              f"{short(worst[0].theoretical, 200)}",
-             f"- **Sensitivity:** {_sensitivity_cell(run)} "
-             f"({worst[0].sensitivity_note or 'n/a'})",
+             f"- **Sensitivity:** {_sensitivity_cell(run)}"
+             + (f" ({worst[0].sensitivity_note})" if _deciding_sensitivity(run) is not None
+                and worst[0].sensitivity_note else ""),
              f"- **Decided at:** {_size(run, size)}"
              + (f"; verdict per seed: {', '.join(r.verdict.value for r in run.results)}"
                 if len(run.results) > 1 else "")]

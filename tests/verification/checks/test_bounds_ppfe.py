@@ -82,3 +82,22 @@ def test_affine_covering_lower_bound_is_below_an_explicit_grid_cover():
         assert affine_log_covering_lower(d, coef_bound=1.0, input_bound=1.0, eps=eps) <= explicit
     with pytest.raises(ValueError):
         affine_log_covering_lower(0, coef_bound=1.0, input_bound=1.0, eps=0.1)
+
+
+def test_lemma4_inequality_is_two_sided_a_lambda_twice_too_large_fails(monkeypatch):
+    # depth-1 nets attain Λη exactly, so ppfe.lemma4_perturbation also FAILS for a Λ that is
+    # too large (a valid but wrong constant), not only for one that is too small
+    from pfl_theory import ppfe
+    from verification.checks import ppfe as theory_checks
+    from verification.core.registry import Verdict, run_check
+
+    chk = load_all()["ppfe.lemma4_perturbation"]
+    assert run_check(chk, size="quick").verdict is Verdict.HOLDS
+    original = ppfe.lemma4_log_constants
+
+    def doubled(*a, **k):
+        log_a, log_lam = original(*a, **k)
+        return log_a, log_lam + math.log(2.0)
+
+    monkeypatch.setattr(theory_checks.ppfe, "lemma4_log_constants", doubled)
+    assert run_check(chk, size="quick").verdict is Verdict.FAILS

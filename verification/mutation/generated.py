@@ -316,10 +316,18 @@ def patched(module: str, function: str, replacement: Callable[..., Any]) -> Iter
             setattr(m, function, original)
 
 
-def _clear_caches() -> None:
-    from verification.mutation.runner import _clear_caches as clear
+def clear_caches() -> None:
+    """Experiments memoise results (functools.lru_cache); a mutant must not see stale ones
+    (used by :mod:`verification.mutation.runner` too)."""
+    for mod in list(sys.modules.values()):
+        if mod is None or not getattr(mod, "__name__", "").startswith("verification"):
+            continue
+        for value in list(vars(mod).values()):
+            if isinstance(value, functools._lru_cache_wrapper):
+                value.cache_clear()
 
-    clear()
+
+_clear_caches = clear_caches
 
 
 def probe(checks: dict[str, Check], functions: Sequence[tuple[str, str]]

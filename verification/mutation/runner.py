@@ -25,7 +25,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from verification.mutation import generated as G
 from verification.mutation.catalogue import CATALOGUE, EXPLAINED_SURVIVORS, Mutant
+from verification.mutation.generated import clear_caches as _clear_caches
 from verification.core.registry import Check, Verdict, run_check
 from verification.core.runner import load_checks
 
@@ -65,14 +67,6 @@ def applied(mutant: Mutant) -> Iterator[None]:
             setattr(obj, name, value)
 
 
-def _clear_caches() -> None:
-    """Experiments memoise results (functools.lru_cache); a mutant must not see stale ones."""
-    for mod in list(sys.modules.values()):
-        if mod is None or not getattr(mod, "__name__", "").startswith("verification"):
-            continue
-        for value in list(vars(mod).values()):
-            if isinstance(value, functools._lru_cache_wrapper):
-                value.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -163,8 +157,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main_generated(only: str | None) -> int:
-    from verification.mutation import generated as G
-
     checks, errors = load_checks()
     if errors:
         raise RuntimeError(f"check modules failed to import: {errors}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
-import functools
 import importlib
 import sys
 import time

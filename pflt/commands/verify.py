@@ -13,9 +13,12 @@ previous ``pflt verify`` wrote there are replaced, anything else in ``--out`` is
 (nothing is written through a symbolic link; ``--out`` is locked while the checks run;
 everything is written aside first, so an error or a full disk leaves the previous outputs
 as they were); report.md groups the checks by verdict. Exit code 0 when every
-check ran (HOLDS, FAILS, ERRATUM or INCONCLUSIVE — a FAILS is a finding about the paper or our
-reading of it, not a crash), 1 if any check ended in ERROR,
-2 for a usage error. With ``--list``, exit 1 if a check module fails to import.
+check ran (HOLDS, FAILS, ERRATUM, INCONCLUSIVE or VACUOUS — a FAILS is a finding about the
+paper or our reading of it, not a crash; a VACUOUS bound holds but says nothing beyond its
+trivial bound), 1 if any check ended in ERROR,
+2 for a usage error. With ``--list``, exit 1 if a check module fails to import.  The table
+ends with the sensitivity line: the median factor on the theoretical side that would flip a
+check's verdict ("this suite detects formula errors larger than …", per kind).
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ def test_check_runs_at_quick_size_without_error(check_id, tmp_path):
     result = run_check(chk, size="quick", seed=0, out_dir=tmp_path)
     assert result.verdict is not Verdict.ERROR, f"{check_id}: {result.detail}"
     assert result.verdict in (Verdict.HOLDS, Verdict.FAILS, Verdict.ERRATUM,
-                              Verdict.INCONCLUSIVE)
+                              Verdict.INCONCLUSIVE, Verdict.VACUOUS)
+    assert result.verdict is not Verdict.VACUOUS or chk.kind == "bound"
+    # every result states its sensitivity: a factor, or n/a with the reason
+    assert result.sensitivity is not None or result.sensitivity_note.startswith("n/a: ")
     for fig in result.figures:  # figures a check reports must exist
         assert Path(fig).exists() or (tmp_path / fig).exists(), fig

@@ -71,6 +71,12 @@ def _rad(ctx: Context) -> tuple[dict, np.ndarray, np.ndarray]:
     return p, scales, meas
 
 
+def _trivial_rademacher(p: dict, scales: np.ndarray) -> np.ndarray:
+    """The trivial bound on R̂ of bias-free ReLU nets with ‖W_l‖₂ ≤ M_l on inputs ‖x‖ = B:
+    R̂ ≤ sup_f (1/m)Σ|f(x_i)| ≤ B Π_l M_l (1-Lipschitz, positively homogeneous ReLU)."""
+    return scales * float(np.prod(p["bounds"]))
+
+
 def _term4(p: dict, b: float, reading: str) -> float:
     """Adversarial personalized complexity of one client (N = 1), ρ = 0, last layer
     personalized (D = 1), under ``reading`` (module docstring)."""
@@ -96,6 +102,7 @@ def _reading_check(reading: str):
         p, scales, meas = _rad(ctx)
         bound = [scale_bound * _term4(p, b, reading) for b in scales]
         return grid_bound_outcome("B", scales, meas * scale_measured, bound,
+                                  trivial=_trivial_rademacher(p, scales),
                                   detail=f"reading '{reading}', widths {p['widths']}, M_l "
                                          f"{p['bounds']}, D = 1, ρ = 0, γ = {GAMMA}, "
                                          f"m̂ = {p['m']}; R̂ lower estimate")
@@ -131,7 +138,9 @@ def lemma2_rademacher(ctx: Context, *, scale_bound: float = 1.0,
                                                       m=p["m"], d=d, n=p["widths"][0]).total
              for b in scales]
     return grid_bound_outcome("B", scales, meas * scale_measured, bound,
-                              detail=f"widths {p['widths']}, M_l {p['bounds']}, m = {p['m']}")
+                              trivial=_trivial_rademacher(p, scales),
+                              detail=f"widths {p['widths']}, M_l {p['bounds']}, m = {p['m']}; "
+                                     "trivial bound B Π_l M_l")
 
 
 @check("plgu.bound_lemma4_total", paper=PAPER,
@@ -147,6 +156,7 @@ def lemma4_total(ctx: Context, *, scale_bound: float = 1.0,
         B=b, rho=0.0, spectral_bounds=p["bounds"], widths=p["widths"], personalized_layers=per,
         m_hat=p["m"], gamma=GAMMA, d=d, n=p["widths"][0]).total for b in scales]
     return grid_bound_outcome("B", scales, 2 * meas * scale_measured, bound,
+                              trivial=2 * _trivial_rademacher(p, scales),
                               detail=f"widths {p['widths']}, M_l {p['bounds']}, D = 1, ρ = 0, "
                                      f"m̂ = {p['m']}")
 
@@ -265,8 +275,8 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
     return out
 
 
-_THM = dict(quick={"clients": 8, "sizes": [16, 48, 160], "steps": 150},
-            full={"clients": 20, "sizes": [16, 48, 160, 500], "steps": 400})
+_THM = dict(quick={"clients": 8, "sizes": [16, 48, 160, 512], "steps": 150},
+            full={"clients": 20, "sizes": [16, 48, 160, 512, 1600], "steps": 400})
 
 
 def _theorem_check(key: str, gap: str, label: str):

@@ -261,7 +261,9 @@ def corollary1_rate_reading(ctx: Context) -> Outcome:
     # the same choice (i) does (docs/formulas.md §B.6: β = √(NR/T) gives exactly 1/(TRN))
     corrected = [r for r, ok in alt.items() if ok and r.startswith("(i)")]
     verdict = (Verdict.HOLDS if d.follows else Verdict.ERRATUM if corrected else Verdict.FAILS)
+    # ERRATUM here is algebra on our own expressions: no run measures the corrected reading
     return outcome(verdict, measured=sym, theoretical={k: float(v) for k, v in d.claimed.items()},
+                   erratum_basis="algebra",
                    detail=f"{verdict.value}: corrected reading(s) {corrected or 'none'}; "
                           f"β=√(N/T): drift ∝ T^{sym['T']:g} R^{sym['R']:g} N^{sym['N']:g} "
                           f"(numeric slopes agree); corollary rate follows per reading: {alt}")
@@ -295,7 +297,8 @@ def corollary2_rate_reading(ctx: Context) -> Outcome:
         raise RuntimeError(f"numeric slopes {num} disagree with sympy exponents {sym}")
     alt = rates.corollary2_derivation(sp.Rational(2, 3))
     verdict = (Verdict.HOLDS if d.follows else Verdict.ERRATUM if alt.follows else Verdict.FAILS)
-    return outcome(verdict, measured={"coupled": sym,
+    # ERRATUM here is algebra on our own expressions: no run measures the corrected reading
+    return outcome(verdict, erratum_basis="algebra", measured={"coupled": sym,
                                       "drift": {k: float(v) for k, v in d.exponents.items()}},
                    theoretical={k: float(v) for k, v in d.claimed_coupled.items()},
                    detail=f"{verdict.value} (corrected reading R^(2/3) in Theorem 2(a)'s third "

@@ -73,7 +73,9 @@ def perturbation_norm_printed_exponent(ctx: Context) -> Outcome:
     worst = max(dev.values())
     verdict = (Verdict.HOLDS if worst <= ctx.tolerance else
                Verdict.ERRATUM if fixed <= ctx.tolerance else Verdict.FAILS)
-    return outcome(verdict, measured=dev, theoretical=0.0,
+    # measured: the printed formula's output is evaluated and violates ‖ε̃‖_p = ρ (the
+    # constraint eq. (3) states); the corrected one's output satisfies it on the same gradients
+    return outcome(verdict, measured=dev, theoretical=0.0, erratum_basis="measured",
                    detail=f"printed exponent: max |‖ε̃‖_p/ρ − 1| = {worst:.3g} over p ∈ {P_GRID}, "
                           f"{dev['p=2']:.3g} at p=2 (where ‖ε̃‖ = ρ/‖g‖; gradient norms 1e-2..1e2); "
                           f"corrected 1/p exponent: {fixed:.2g} → {verdict.value}")

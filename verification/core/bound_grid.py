@@ -2,7 +2,8 @@
 
 :func:`grid_bound_outcome` HOLDS iff measured_j ≤ bound_j at every grid point; the headline
 numbers (``measured``, ``theoretical``, ``tightness``) are those of the point where the bound
-is tightest (smallest bound/measured — the point that decides), and the whole grid goes to
+is tightest (smallest bound/measured — the point that decides); ``vacuous`` iff the bound is
+at or above the trivial bound at every grid point; the whole grid goes to
 ``Outcome.extra['grid']`` for the tightness figure (paper_figures/bound_tightness.py)::
 
     {"name": "n", "values": [...], "measured": [...], "bound": [...], "trivial": [...] | None}
@@ -44,4 +45,6 @@ def grid_bound_outcome(name: str, values: Sequence[float], measured: Sequence[fl
     out = bound_outcome(m[j], b[j], trivial=None if triv is None else triv[j],
                         detail=f"{where}; {detail}" if detail else where,
                         extra={**dict(extra or {}), "grid": grid})
-    return replace(out, holds=holds_all)  # equal to out.holds unless a bound is < 0
+    # VACUOUS needs the bound above the trivial one at *every* grid point
+    vacuous = None if triv is None else bool(np.all(b >= triv))
+    return replace(out, holds=holds_all, vacuous=vacuous)  # holds: = out.holds unless a bound < 0

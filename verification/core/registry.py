@@ -8,6 +8,10 @@ the theoretical value(s) with a verdict:
 * ``ERRATUM`` — the formula as printed is contradicted and the corrected reading holds;
 * ``INCONCLUSIVE`` — the experiment at this size cannot decide (a confidence interval
   straddles the claim, too few clients or seeds);
+* ``VACUOUS`` — a ``bound`` that holds but exceeds the trivial bound of its quantity (the
+  loss range, log of the number of sampled functions, ρ_g²/K …) at every point checked: it
+  says nothing the trivial bound does not, so it is not counted as HOLDS (set by
+  :func:`run_check` from ``Outcome.vacuous``; the report prints the trivial bound beside it);
 * ``ERROR`` — the check itself broke (an exception); only this makes ``pflt verify`` exit
   non-zero.
 
@@ -62,12 +66,24 @@ class Verdict(str, Enum):
     FAILS = "FAILS"
     ERRATUM = "ERRATUM"
     INCONCLUSIVE = "INCONCLUSIVE"
+    VACUOUS = "VACUOUS"
     ERROR = "ERROR"
 
 
 #: worst first: the aggregate over seeds is the first of these that any seed has
 VERDICT_PRECEDENCE = (Verdict.ERROR, Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE,
-                      Verdict.HOLDS)
+                      Verdict.VACUOUS, Verdict.HOLDS)
+
+#: what an ERRATUM verdict rests on (``Outcome.erratum_basis``): ``algebra`` = the formula as
+#: printed is inconsistent and our correction makes it consistent by algebra on our own
+#: expressions (the correction itself is unproven); ``measured`` = a measurement contradicts
+#: the printed formula and agrees with the corrected one
+ERRATUM_BASES = {
+    "algebra": "inconsistent as printed; our correction makes it consistent (algebra, "
+               "correction unproven)",
+    "measured": "measured contradiction of the printed formula; the corrected reading agrees "
+                "with the measurement",
+}
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,9 @@ class Outcome:
     tightness: float | None = None  # bound / measured (``bound`` and ``envelope`` kinds)
     vacuous: bool | None = None  # bound above the trivial bound (loss range, initial error)
     extra: dict[str, Any] = field(default_factory=dict)  # per-grid-point data, constants
+    sensitivity: float | None = None  # set by the check to override the kind's rule
+    sensitivity_note: str = ""  # (verification/core/sensitivity.py)
+    erratum_basis: str | None = None  # ERRATUM only: a key of ERRATUM_BASES
 
 
 #: why a bound result's tightness is ``null`` in results.json: bound / measured with a
@@ -122,13 +141,14 @@ def bound_outcome(measured: float, bound: float, *, trivial: float | None = None
         raise ValueError(f"bound check got NaN (measured={measured}, bound={bound})")
     tight = bound / measured if measured > 0 else float("inf")
     vac = None if trivial is None else bool(bound >= float(trivial))
+    extra = {**({} if trivial is None else {"trivial": float(trivial)}), **dict(extra or {})}
     shown = f"{tight:.3g}" if math.isfinite(tight) else "∞ (measured ≤ 0)"
     line = f"measured {measured:.4g} <= bound {bound:.4g}? tightness {shown}"
     if vac is not None:
         line += f"; trivial bound {float(trivial):.4g}" + (" (VACUOUS)" if vac else "")
     return Outcome(measured=measured, theoretical=bound, holds=measured <= bound,
                    detail=f"{line}; {detail}" if detail else line, figures=tuple(figures),
-                   tightness=tight, vacuous=vac, extra=dict(extra or {}))
+                   tightness=tight, vacuous=vac, extra=extra)
 
 
 def envelope_outcome(measured: Any, shape: Any, *, factor: float, detail: str = "",
@@ -189,6 +209,15 @@ class Result:
     tightness: float | None = None
     vacuous: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    sensitivity: float | None = None
+    sensitivity_note: str = ""
+    erratum_basis: str | None = None
+
+    @property
+    def trivial(self) -> float | None:
+        """The trivial bound at the deciding point (``bound`` checks that state one)."""
+        value = self.extra.get("trivial")
+        return None if value is None else float(value)
 
     def to_dict(self) -> dict[str, Any]:
         c = self.check
@@ -205,6 +234,12 @@ class Result:
             if note:
                 out["tightness_note"] = note
             out["vacuous"] = self.vacuous
+            out["trivial"] = self.trivial
+        out["sensitivity"] = (None if self.sensitivity is None or not
+                              math.isfinite(self.sensitivity) else self.sensitivity)
+        out["sensitivity_note"] = self.sensitivity_note
+        if self.verdict is Verdict.ERRATUM:
+            out["erratum_basis"] = self.erratum_basis
         if self.extra:
             out["extra"] = _jsonable(self.extra)
         return out
@@ -271,9 +306,23 @@ def run_check(chk: Check, *, size: str = "quick", seed: int = 0,
             verdict = Verdict.HOLDS if bool(out.holds) else Verdict.FAILS
         if chk.kind in BOUND_KINDS:
             _require_numeric(chk, out)
+        if verdict is Verdict.HOLDS and chk.kind == "bound" and out.vacuous:
+            verdict = Verdict.VACUOUS
+        if out.erratum_basis is not None and out.erratum_basis not in ERRATUM_BASES:
+            raise ValueError(f"check {chk.id}: erratum_basis must be one of "
+                             f"{sorted(ERRATUM_BASES)}, got {out.erratum_basis!r}")
+        if out.sensitivity is not None or out.sensitivity_note:
+            sens, note = out.sensitivity, out.sensitivity_note
+        else:
+            from verification.core.sensitivity import sensitivity_of
+
+            sens, note = sensitivity_of(chk.kind, verdict.value, out.measured, out.theoretical,
+                                        tolerance=chk.tolerance, detail=out.detail,
+                                        extra=out.extra)
         return Result(chk, verdict, out.measured, out.theoretical, out.detail,
                       time.perf_counter() - start, seed, size, tuple(out.figures),
-                      out.tightness, out.vacuous, dict(out.extra))
+                      out.tightness, out.vacuous, dict(out.extra), sens, note,
+                      out.erratum_basis)
     except Exception as exc:  # the check broke: report, do not crash the suite
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return Result(chk, Verdict.ERROR, None, None, tb, time.perf_counter() - start,

@@ -81,6 +81,7 @@ def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, An
         })
     return json_safe({"environment": suite.environment, "size": suite.size,
                       "seeds": list(suite.seeds), "summary": suite.counts(),
+                      "sensitivity_summary": sensitivity_line(suite),
                       "checks": checks})
 
 
@@ -118,21 +119,57 @@ def _verdict_cell(run: "CheckRun") -> str:
 
 
 #: Report sections, in order: the verdicts that need a reader's attention first.
-VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "HOLDS")
+VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "HOLDS")
 VERDICT_MEANING = {
     "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
-    "ERRATUM": "the formula as printed is contradicted and the corrected reading holds.",
+    "ERRATUM": "the formula as printed is contradicted and the corrected reading holds; each "
+               "says whether by measurement or by algebra only (correction unproven).",
     "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
     "ERROR": "the check itself broke.",
+    "VACUOUS": "the bound holds but exceeds the trivial bound of its quantity at every point "
+               "checked (printed beside it): it says nothing, and is not counted as HOLDS.",
     "HOLDS": "the measurement agrees with the claim.",
 }
 
 
 def summary_line(counts: dict[str, int]) -> str:
-    """``N checks: a HOLD, b FAIL, c ERRATUM, d INCONCLUSIVE, e ERROR``."""
+    """``N checks: a HOLD, b FAIL, c ERRATUM, d INCONCLUSIVE, e ERROR, v VACUOUS`` (a VACUOUS
+    bound is not counted as HOLD)."""
     return (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
             f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
-            f"{counts['ERROR']} ERROR")
+            f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS")
+
+
+def sensitivity_line(suite: "SuiteRun") -> str:
+    """The summary of the checks' sensitivities (verification/core/sensitivity.py): the
+    smallest factor on the theoretical side that flips each check's verdict."""
+    from verification.core.sensitivity import summarise
+
+    return summarise((run.check.kind, _deciding_sensitivity(run)) for run in suite.runs
+                     if run.verdict.value != "ERROR")
+
+
+def _deciding_sensitivity(run: "CheckRun") -> float | None:
+    """The smallest sensitivity over seeds (the seed closest to flipping decides)."""
+    values = [r.sensitivity for r in run.results if r.sensitivity is not None]
+    return min(values) if values else None
+
+
+def _sensitivity_cell(run: "CheckRun") -> str:
+    from verification.core.sensitivity import format_factor
+
+    r = run.results[0]
+    value = _deciding_sensitivity(run)
+    if value is None:
+        return r.sensitivity_note or "n/a"
+    return format_factor(value)
+
+
+def _erratum_line(run: "CheckRun") -> str:
+    from verification.core.registry import ERRATUM_BASES
+
+    basis = next((r.erratum_basis for r in run.results if r.erratum_basis), None)
+    return ERRATUM_BASES.get(basis, "basis not stated by the check")
 
 
 def _claim(run: "CheckRun") -> str:
@@ -159,9 +196,16 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
              f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
              f"- **Measured / theoretical:** {short(worst[0].measured, 200)} / "
              f"{short(worst[0].theoretical, 200)}",
+             f"- **Sensitivity:** {_sensitivity_cell(run)}"
+             + (f" ({worst[0].sensitivity_note})" if _deciding_sensitivity(run) is not None
+                and worst[0].sensitivity_note else ""),
              f"- **Decided at:** {_size(run, size)}"
              + (f"; verdict per seed: {', '.join(r.verdict.value for r in run.results)}"
                 if len(run.results) > 1 else "")]
+    if run.verdict.value == "ERRATUM":
+        lines.append(f"- **Erratum basis:** {_erratum_line(run)}")
+    if worst[0].trivial is not None:
+        lines.append(f"- **Trivial bound:** {worst[0].trivial:.4g}")
     figs = _figures(run, out_dir)
     if figs:
         lines.append("- **Figures:** " + " ".join(f"[{Path(f).name}]({f})" for f in figs))
@@ -180,10 +224,10 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
         f"(git {env.get('git_commit') or '?'}), device {env.get('device', '?')}, "
         f"Python {env.get('python', '?')}, "
         + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items() if v) + ".", "",
-        f"**{summary_line(counts)}.**", "",
+        f"**{summary_line(counts)}.**", "", f"_{sensitivity_line(suite)}._", "",
         " ".join(f"{v}: {VERDICT_MEANING[v]}" for v in VERDICT_ORDER),
         "With several seeds the verdict is the worst seed's (ERROR > FAILS > ERRATUM > "
-        "INCONCLUSIVE > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
+        "INCONCLUSIVE > VACUOUS > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
     ]
     for verdict in VERDICT_ORDER:
         group = [run for run in suite.runs if run.verdict.value == verdict]
@@ -195,14 +239,14 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
                 lines += _explained(run, suite.size, out_dir)
             continue
         lines += ["| id | paper | reference | kind | R | measured | theoretical | verdict "
-                  "| detail | figures |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| sensitivity | detail | figures |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for run in group:
             c, r0 = run.check, _first(run)
             figs = _figures(run, out_dir)
             fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
             cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
                      short(r0.measured), short(r0.theoretical), f"**{_verdict_cell(run)}**",
-                     short(r0.detail, 160), fig_cell]
+                     _sensitivity_cell(run), short(r0.detail, 160), fig_cell]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     lines += tightness_markdown(suite)  # bound/envelope checks (verification/core/tightness.py)
     if any(run.check.tolerance_reason for run in suite.runs):
@@ -217,25 +261,32 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
 
 def format_table(suite: "SuiteRun") -> str:
     """A plain-text table for the terminal, followed by the summary line."""
-    header = ("id", "kind", "R", "measured", "theoretical", "verdict", "s")
+    header = ("id", "kind", "R", "measured", "theoretical", "verdict", "sens.", "s")
     rows = []
     for run in suite.runs:
         r0 = _first(run)
         rows.append((run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
                      short(r0.measured, 28), short(r0.theoretical, 28), _verdict_cell(run),
-                     f"{run.seconds:.1f}"))
+                     _short_sensitivity(run), f"{run.seconds:.1f}"))
     widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
 
     def line(cells: tuple[str, ...]) -> str:
         return "  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip()
 
     out = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
+    out.append(sensitivity_line(suite))
     out.append(summary_line(suite.counts()))
     errors = [run for run in suite.runs if run.verdict.value == "ERROR"]
     for run in errors:
         bad = next(r for r in run.results if r.verdict.value == "ERROR")
         out.append(f"ERROR {run.check.id} (seed {bad.seed}): {bad.detail}")
     return "\n".join(out)
+
+
+def _short_sensitivity(run: "CheckRun") -> str:
+    from verification.core.sensitivity import format_factor
+
+    return format_factor(_deciding_sensitivity(run))
 
 
 def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:

@@ -55,6 +55,7 @@ def tightness_rows(suite: SuiteRun) -> list[dict[str, Any]]:
                      "bound": None if r is None else r.theoretical,
                      "tightness": tightness, "tightness_note": note,
                      "vacuous": None if r is None else r.vacuous,
+                     "trivial": None if r is None else r.trivial,
                      "C": None if r is None else r.extra.get("C"),
                      "seed": None if r is None else r.seed})
     return rows
@@ -72,8 +73,8 @@ def tightness_markdown(suite: SuiteRun) -> list[str]:
              "error), `n/a` where the check states none.  Envelopes: measured = spread of "
              "measured/shape over the grid, bound = the factor fixed before the run, C = "
              "implied constant.  Row = the seed where the bound is tightest.", "",
-             "| theorem | kind | measured | bound | tightness | vacuous? | verdict |",
-             "|---|---|---|---|---|---|---|"]
+             "| theorem | kind | measured | bound | tightness | vacuous? | trivial bound | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         vac = {True: "**yes**", False: "no", None: "n/a"}[row["vacuous"]]
         bound = _num(row["bound"]) + (f" (C = {_num(row['C'])})" if row["C"] is not None
@@ -81,5 +82,5 @@ def tightness_markdown(suite: SuiteRun) -> list[str]:
         ref = row["reference"].replace("|", "\\|")
         tight = "∞" if row["tightness_note"] else _num(row["tightness"])
         lines.append(f"| `{row['id']}` — {ref} | {row['kind']} | {_num(row['measured'])} "
-                     f"| {bound} | {tight} | {vac} | **{row['verdict']}** |")
+                     f"| {bound} | {tight} | {vac} | {_num(row['trivial'])} | **{row['verdict']}** |")
     return lines

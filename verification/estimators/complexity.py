@@ -33,7 +33,7 @@ import numpy as np
 
 from pfl_theory.validation import finite_array, positive, positive_int
 
-__all__ = ["dual_exponent", "rademacher_linear", "rademacher_linear_exact",
+__all__ = ["affine_log_covering_lower", "dual_exponent", "rademacher_linear", "rademacher_linear_exact",
            "mlp_forward", "rademacher_mlp_lower", "greedy_cover", "covering_estimates",
            "generalization_gap", "linear_excess_risk"]
 
@@ -204,6 +204,26 @@ def covering_estimates(values: Any, eps: float) -> dict[str, float]:
     lower, sample = len(greedy_cover(values, 2 * e)), len(greedy_cover(values, e))
     return {"lower": lower, "sample_cover": sample, "log_lower": math.log(lower),
             "log_sample_cover": math.log(sample)}
+
+
+def affine_log_covering_lower(dim: int, *, coef_bound: float, input_bound: float,
+                              eps: float) -> float:
+    """Exact lower bound on log N(F, ε, ‖·‖_∞) for the affine class F = {x ↦ wᵀx + b : every
+    coefficient in [−M, M]} on the input box [−B, B]^d (M = ``coef_bound``, B = ``input_bound``,
+    d = ``dim``), for covers with centres anywhere.
+
+    On this class ‖f − f'‖_∞ = B‖w − w'‖₁ + |b − b'| (the sup over the box is at a corner), a
+    norm ν on R^{d+1}.  Each cover element's ε-ball meets F in a set of ν-diameter ≤ 2ε, whose
+    volume is at most that of a ν-ball of radius ε (Brunn–Minkowski: vol(S − S) ≥ 2^{d+1}
+    vol(S)).  So N ≥ vol([−M, M]^{d+1}) / vol(ν-ball of radius ε) = (2M)^{d+1} (d+1)! B^d /
+    (2ε)^{d+1}:  log N ≥ (d+1) log(M/ε) + log((d+1)!) + d log B  (0 when that is negative)."""
+    d = int(dim)
+    if d < 1 or not (coef_bound > 0 and input_bound > 0 and eps > 0):
+        raise ValueError(f"need dim >= 1 and positive coef_bound, input_bound, eps; got "
+                         f"{dim}, {coef_bound}, {input_bound}, {eps}")
+    value = ((d + 1) * math.log(coef_bound / eps) + math.lgamma(d + 2)
+             + d * math.log(input_bound))
+    return max(value, 0.0)
 
 
 def generalization_gap(train_losses: Any, heldout_losses: Any) -> tuple[float, float]:

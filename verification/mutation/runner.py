@@ -8,7 +8,9 @@ names at quick size (seed 0) and compares each verdict with the unmutated run.  
 check raises (ERROR); otherwise it **survives**.  ``--quick`` runs only the first named
 check of each mutant; ``--with-tests`` also runs the fast unit tests a mutant names (pytest,
 in-process, under the same patch) and counts a failing test as a kill.  Prints one line per mutant, the survivors, and as last line
-``mutation kill rate: K/N``.  Not part of CI's default run (a few minutes).
+``mutation kill rate: K/N``.  ``--generated`` runs the mutants generated from the formula
+functions instead (:mod:`verification.mutation.generated`) and prints the kill rate by
+checks alone per mutant kind and per check kind.  Not part of CI's default run (a few minutes).
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
-import functools
 import importlib
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from verification.mutation import generated as G
 from verification.mutation.catalogue import CATALOGUE, EXPLAINED_SURVIVORS, Mutant
+from verification.mutation.generated import clear_caches as _clear_caches
 from verification.core.registry import Check, Verdict, run_check
 from verification.core.runner import load_checks
 
@@ -63,14 +66,6 @@ def applied(mutant: Mutant) -> Iterator[None]:
             setattr(obj, name, value)
 
 
-def _clear_caches() -> None:
-    """Experiments memoise results (functools.lru_cache); a mutant must not see stale ones."""
-    for mod in list(sys.modules.values()):
-        if mod is None or not getattr(mod, "__name__", "").startswith("verification"):
-            continue
-        for value in list(vars(mod).values()):
-            if isinstance(value, functools._lru_cache_wrapper):
-                value.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -141,7 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="glob on mutant names")
     ap.add_argument("--with-tests", action="store_true",
                     help="also run each mutant's named unit tests (kills count)")
+    ap.add_argument("--generated", action="store_true",
+                    help="run the mutants generated from the pfl_theory formulas instead "
+                         "(verification/mutation/generated.py): kill rate by checks alone")
     args = ap.parse_args(argv)
+    if args.generated:
+        return _main_generated(args.only)
     mutants = [m for m in CATALOGUE if args.only is None or fnmatch.fnmatchcase(m.name, args.only)]
     if not mutants:
         print(f"--only {args.only!r} matches no mutant", file=sys.stderr)
@@ -152,6 +152,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in survivors:
         print(f"  {name}: {EXPLAINED_SURVIVORS.get(name, 'NOT EXPLAINED — add a check or test')}")
     print(f"mutation kill rate: {sum(r.killed for r in results)}/{len(results)}")
+    return 0
+
+
+def _main_generated(only: str | None) -> int:
+    checks, errors = load_checks()
+    if errors:
+        raise RuntimeError(f"check modules failed to import: {errors}")
+    results, unchecked, users = G.run_generated(checks, only=only)
+    if not results:
+        print(f"--only {only!r} matches no generated mutant", file=sys.stderr)
+        return 2
+    print(f"formula functions called by no check ({len(unchecked)}): {', '.join(unchecked)}")
+    unused = sum(not r.exercised and not r.invalid and not r.timed_out for r in results)
+    print(f"mutants not exercised (their change never applied): {unused}; rejected by the "
+          f"formula's input validation: {sum(r.invalid for r in results)}; a check ran past "
+          f"{G.CHECK_TIMEOUT_S} s: {sum(r.timed_out for r in results)}")
+    for line in G.format_rates(G.kill_rates(results, checks, users)):
+        print(line)
     return 0
 
 

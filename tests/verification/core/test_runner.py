@@ -65,7 +65,7 @@ def test_verdicts_of_true_false_and_raising_checks(fake_registry):
                         "fake.true": Verdict.HOLDS}
     raised = next(r for r in suite.runs if r.check.id == "fake.raises").results[0]
     assert "ZeroDivisionError" in raised.detail
-    assert suite.counts() == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0,
+    assert suite.counts() == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0,
                               "INCONCLUSIVE": 0, "total": 3}
     assert suite.exit_code == 1
 
@@ -140,7 +140,7 @@ def test_cli_writes_parseable_report_and_results(fake_registry, tmp_path, capsys
     rc = main(["verify", "--quick", "--seeds", "2", "--out", str(out), "--no-progress"])
     assert rc == 1  # fake.raises is an ERROR
     data = _strict_json(out / "results.json")
-    assert data["summary"] == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0,
+    assert data["summary"] == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0,
                                "INCONCLUSIVE": 0, "total": 3}
     assert data["size"] == "quick" and data["seeds"] == [0, 1]
     env = data["environment"]
@@ -157,7 +157,7 @@ def test_cli_writes_parseable_report_and_results(fake_registry, tmp_path, capsys
     assert sorted(calls) == sorted([(k, "quick", s) + ((2,) if k == "true" else ())
                                     for k in ("true", "false", "raises") for s in (0, 1)])
     report = (out / "report.md").read_text(encoding="utf-8")
-    summary = "3 checks: 1 HOLD, 1 FAIL, 0 ERRATUM, 0 INCONCLUSIVE, 1 ERROR"
+    summary = "3 checks: 1 HOLD, 1 FAIL, 0 ERRATUM, 0 INCONCLUSIVE, 1 ERROR, 0 VACUOUS"
     assert f"**{summary}.**" in report
     rows = [line for line in report.splitlines() if line.startswith("| `fake.")]
     assert len(rows) == 1 and "`fake.true`" in rows[0]  # only HOLDS are a table

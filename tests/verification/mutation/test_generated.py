@@ -1,0 +1,98 @@
+"""Generated formula mutants (verification/mutation/generated.py): the transforms, the
+generation from a signature, the patching, and the kill-rate bookkeeping."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from pfl_theory import ppfe
+from verification.core.registry import Check, Outcome
+from verification.mutation import generated as G
+
+
+@dataclasses.dataclass(frozen=True)
+class _Terms:
+    total: float
+    parts: tuple
+    count: int
+
+
+def test_map_floats_reaches_every_float_and_keeps_ints():
+    out = G.map_floats({"a": 1.5, "b": [2.0, 3], "c": _Terms(4.0, (0.5,), 7),
+                        "d": np.array([1.0, 2.0])}, lambda r: 2 * r)
+    assert out["a"] == 3.0 and out["b"] == [4.0, 3] and out["c"] == _Terms(8.0, (1.0,), 7)
+    assert out["d"].tolist() == [2.0, 4.0]
+
+
+def test_mutants_are_generated_from_the_signature_with_every_kind():
+    ms = G.mutants_of("pfl_theory.ppfe_bounds", "corollary2_terms", limit=100)
+    kinds = {m.kind for m in ms}
+    assert kinds == {"constant", "sqrt-scope", "exponent", "dropped-factor", "swapped",
+                     "log-base"}
+    labels = {m.label for m in ms}
+    assert {"x2", "x0.5", "n^+0.5", "n^-0.5", "num_clients=1", "n<->num_clients"} <= labels
+    # the draw is fixed by the seed and capped
+    again = G.mutants_of("pfl_theory.ppfe_bounds", "corollary2_terms", limit=8)
+    assert [m.name for m in again] == [m.name for m in
+                                       G.mutants_of("pfl_theory.ppfe_bounds",
+                                                    "corollary2_terms", limit=8)]
+    assert len(again) == 8
+
+
+def _apply(label: str, **kw):
+    m = next(m for m in G.mutants_of("pfl_theory.ppfe_bounds", "corollary2_terms", limit=100)
+             if m.label == label)
+    t = G.Tracker()
+    return m.wrap(ppfe.corollary2_terms, t)(**kw), t
+
+
+def test_each_mutant_changes_the_formula_as_named():
+    kw = dict(width=2.0, depth=1, num_stages=2, n=40, num_clients=10, gamma_w=1.0, delta=0.05)
+    base = ppfe.corollary2_terms(**kw)["total"]
+    assert _apply("x2", **kw)[0]["total"] == pytest.approx(2 * base)
+    assert _apply("n^-0.5", **kw)[0]["total"] == pytest.approx(base / math.sqrt(40))
+    dropped, t = _apply("num_clients=1", **kw)
+    assert dropped["total"] == pytest.approx(ppfe.corollary2_terms(**{**kw, "num_clients": 1})["total"])
+    assert t.hits == 1 and t.invalid == 0
+    swapped, _ = _apply("n<->num_clients", **kw)
+    assert swapped["total"] == pytest.approx(
+        ppfe.corollary2_terms(**{**kw, "n": 10, "num_clients": 40})["total"])
+    log10, _ = _apply("log10", **kw)
+    assert log10["confidence"] == pytest.approx(
+        math.sqrt(math.log10(1 / 0.05) / 400), rel=1e-12)
+    # a dropped factor that the formula rejects (δ = 1) is invalid, not a kill
+    with pytest.raises(ValueError):
+        _apply("delta=1", **kw)
+
+
+def test_patched_replaces_reexports_and_restores():
+    original = ppfe.corollary2_terms
+    with G.patched("pfl_theory.ppfe_bounds", "corollary2_terms", lambda **k: {"total": -1.0}):
+        assert ppfe.corollary2_terms()["total"] == -1.0  # the re-export in pfl_theory.ppfe
+    assert ppfe.corollary2_terms is original
+
+
+def test_kill_rates_per_mutant_kind_and_check_kind():
+    chk = {c: Check(id=c, paper="P", reference="R", kind=k, fn=lambda ctx: Outcome(0, 0, True),
+                    tolerance=None, tolerance_reason="")
+           for c, k in (("a", "bound"), ("b", "envelope"))}
+    users = {("m", "f"): ["a", "b"]}
+
+    def res(kind, changes, exercised=True):
+        m = G.GeneratedMutant("m", "f", kind, kind, lambda f, t: f)
+        return G.GeneratedResult(m, exercised, tuple(changes), 0.0)
+
+    results = [res("constant", ["b (envelope): FAILS → HOLDS"]),
+               res("constant", []),
+               res("exponent", ["a (bound): VACUOUS → HOLDS"]),
+               res("swapped", ["a (bound): HOLDS → FAILS"], exercised=False)]
+    rates = G.kill_rates(results, chk, users)
+    assert rates["mutant kind"] == {"constant": (1, 2), "exponent": (1, 1)}
+    assert rates["check kind"] == {"bound": (1, 3), "envelope": (1, 3)}
+    assert rates["all"]["all"] == (2, 3)
+    assert rates["all"]["all, not counting VACUOUS → HOLDS alone"] == (1, 3)
+    assert any("constant 1/2 (50%)" in line for line in G.format_rates(rates))

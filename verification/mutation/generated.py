@@ -1,0 +1,475 @@
+"""Generated formula mutants: does ``pflt verify`` (the checks alone) notice a wrong formula?
+
+The hand-written catalogue (:mod:`verification.mutation.catalogue`) was written next to the
+checks that kill it.  This set is generated mechanically from the formula functions of
+``pfl_theory`` (the bound and rate calculators of the four papers), with no knowledge of the
+checks:
+
+1. **probe** — every public function of :data:`FORMULA_MODULES` is wrapped with a call
+   counter and every check of the kinds :data:`PROBE_KINDS` runs once (quick size, seed 0):
+   the checks that call a function are the ones run against its mutants (functions no check
+   calls are listed as *unchecked*);
+2. **mutants** of each called function ``f``, by kind (:data:`MUTANT_KINDS`):
+
+   * ``constant``: the result ×2 and ×½;
+   * ``sqrt-scope``: the result squared (a √ dropped) and its square root (a √ added);
+   * ``exponent``: the result × v^{+½} and × v^{−½} for each positive scalar argument v ≠ 1
+     (an exponent of v off by ½);
+   * ``dropped-factor``: a positive scalar argument v ≠ 1 replaced by 1;
+   * ``swapped``: two positive scalar arguments exchanged;
+   * ``log-base``: ``math.log`` / ``np.log`` of ``f``'s module read as log₂ and as log₁₀
+     during the call (only functions whose source calls ``log``);
+
+   "the result" is every float of what ``f`` returns (a float, an array, a dict of floats or
+   a dataclass of floats); an argument that is a sequence of positive numbers (client
+   sizes) enters the exponent mutants by its mean and is dropped as all ones.  At most
+   :data:`MAX_PER_FUNCTION` mutants per function, drawn by a fixed seed; a mutant whose
+   change never applied during the run (its argument absent, not positive, or 1) is *not
+   exercised*, and one the formula's own input validation rejects (``ValueError``, e.g. δ
+   set to 1) is *invalid*: both are left out of the rates;
+3. **run** — each mutant is applied (the function replaced in its module and in every module
+   that imported it by name) and its checks rerun; it is **killed** when some check's verdict
+   changes or the check errors.
+
+``python -m verification.mutation --generated`` prints one line per mutant and the kill rate
+by checks alone, per mutant kind and per check kind (a check kind "kills" a mutant when one
+of its checks changes verdict).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib
+import inspect
+import math
+import random
+import sys
+import time
+import types
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from verification.core.registry import Check, Verdict, run_check
+
+FORMULA_MODULES = ("pfl_theory.pfedme", "pfl_theory.cgpfl", "pfl_theory.plgu",
+                   "pfl_theory.ppfe_bounds", "pfl_theory.ppfe_covering", "pfl_theory.rates")
+PROBE_KINDS = ("bound", "envelope", "inequality", "identity", "rate")
+MUTANT_KINDS = ("constant", "sqrt-scope", "exponent", "dropped-factor", "swapped", "log-base")
+MAX_PER_FUNCTION = 8
+#: seconds one check may run under a mutant (a mutated step size or horizon can make a run
+#: effectively endless); a check that runs out is *undecided* and the mutant left out of the rates
+CHECK_TIMEOUT_S = 30
+SEED = 20261126
+
+
+# ----------------------------------------------------------------------------- transforms
+def map_floats(value: Any, fn: Callable[[float], float]) -> Any:
+    """``value`` with ``fn`` applied to every float in it (floats, numpy arrays, dicts,
+    lists/tuples, dataclasses); ints, bools and other objects are kept."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (float, np.floating)):
+        return fn(float(value))
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return np.vectorize(fn, otypes=[float])(value) if value.size else value
+    if isinstance(value, dict):
+        return {k: map_floats(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(map_floats(v, fn) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{
+            f.name: map_floats(getattr(value, f.name), fn)
+            for f in dataclasses.fields(value) if f.init})
+    return value
+
+
+def _scalar(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) and v > 0 and v != 1.0 else None
+
+
+@dataclass(frozen=True)
+class GeneratedMutant:
+    """One generated mutant of ``module:function``: ``kind`` (:data:`MUTANT_KINDS`) and a
+    short ``label``; ``wrap(f, tracker)`` builds the replacement (:class:`Tracker`)."""
+
+    module: str
+    function: str
+    kind: str
+    label: str
+    wrap: Callable[[Callable[..., Any], Callable[[], None]], Callable[..., Any]]
+
+    @property
+    def name(self) -> str:
+        return f"{self.module.rsplit('.', 1)[-1]}.{self.function}:{self.label}"
+
+
+class Tracker:
+    """Counts how often a mutant applied, and how often the mutated call was rejected by the
+    formula's own input validation (``ValueError``: an invalid mutant, not a kill)."""
+
+    def __init__(self):
+        self.hits = 0
+        self.invalid = 0
+
+    def hit(self) -> None:
+        self.hits += 1
+
+    def call(self, f, *a, **k):
+        try:
+            return f(*a, **k)
+        except ValueError:
+            self.invalid += 1
+            raise
+
+
+def _on_result(fn: Callable[[float], float]):
+    def wrap(f, t: Tracker):
+        @functools.wraps(f)
+        def g(*a, **k):
+            t.hit()
+            return map_floats(f(*a, **k), fn)
+        return g
+    return wrap
+
+
+def _size(value: Any) -> float | None:
+    """A positive scalar ≠ 1, or the mean of a sequence of positive numbers (client sizes)."""
+    v = _scalar(value)
+    if v is not None or isinstance(value, (str, bytes, dict)):
+        return v
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        return None
+    return _scalar(float(arr.mean()))
+
+
+def _on_arg(name: str, change: Callable[[dict, float], None] | None = None,
+            result: Callable[[float, float], Callable[[float], float]] | None = None):
+    """Mutate keyword ``name`` (``change(kwargs, value)``) or the result as a function of
+    the argument's value (``result(value)`` → float transform); no-op unless the argument is
+    a positive scalar ≠ 1."""
+    def wrap(f, t: Tracker):
+        sig = inspect.signature(f)
+
+        @functools.wraps(f)
+        def g(*a, **k):
+            try:
+                bound = sig.bind(*a, **k)
+            except TypeError:
+                return f(*a, **k)
+            v = _size(bound.arguments.get(name))
+            if v is None:
+                return f(*a, **k)
+            t.hit()
+            if change is not None:
+                change(bound.arguments, v)
+                return t.call(f, *bound.args, **bound.kwargs)
+            return map_floats(f(*a, **k), result(v))
+        return g
+    return wrap
+
+
+def _swap(x: str, y: str):
+    def wrap(f, t: Tracker):
+        sig = inspect.signature(f)
+
+        @functools.wraps(f)
+        def g(*a, **k):
+            try:
+                bound = sig.bind(*a, **k)
+            except TypeError:
+                return f(*a, **k)
+            vx, vy = bound.arguments.get(x), bound.arguments.get(y)
+            if _scalar(vx) is None or _scalar(vy) is None or float(vx) == float(vy):
+                return f(*a, **k)
+            t.hit()
+            bound.arguments[x], bound.arguments[y] = vy, vx
+            return t.call(f, *bound.args, **bound.kwargs)
+        return g
+    return wrap
+
+
+class _LogModule(types.ModuleType):
+    """A stand-in for ``math`` / ``numpy`` whose ``log`` has another base."""
+
+    def __init__(self, real: Any, base: float):
+        super().__init__(real.__name__)
+        self._real, self._scale = real, 1.0 / math.log(base)
+
+    def __getattr__(self, attr):
+        if attr == "log":
+            real_log, s = self._real.log, self._scale
+            return lambda x, *a, **k: real_log(x, *a, **k) * s
+        return getattr(self._real, attr)
+
+
+def _log_base(base: float):
+    def wrap(f, t: Tracker):
+        mod = sys.modules[f.__module__]
+
+        @functools.wraps(f)
+        def g(*a, **k):
+            t.hit()
+            saved = {n: getattr(mod, n) for n in ("math", "np") if hasattr(mod, n)}
+            for n, real in saved.items():
+                setattr(mod, n, _LogModule(real, base))
+            try:
+                return t.call(f, *a, **k)
+            finally:
+                for n, real in saved.items():
+                    setattr(mod, n, real)
+        return g
+    return wrap
+
+
+def _set_one(name: str):
+    """``change`` for a dropped factor: the argument set to 1 (a sequence: all ones)."""
+    def change(args: dict, _value: float) -> None:
+        v = args[name]
+        args[name] = 1 if _scalar(v) is not None else [1] * len(v)
+    return change
+
+
+def _scalar_parameters(f: Callable[..., Any]) -> list[str]:
+    """Parameters that may hold a scalar or a sequence of sizes (annotation without
+    Callable/bool/str/arrays/dicts)."""
+    out = []
+    for p in inspect.signature(f).parameters.values():
+        ann = str(p.annotation)
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if any(t in ann for t in ("Callable", "bool", "str", "ndarray", "dict", "Mapping",
+                                  "Tensor")):
+            continue
+        out.append(p.name)
+    return out
+
+
+def mutants_of(module: str, function: str, *, limit: int = MAX_PER_FUNCTION,
+               seed: int = SEED) -> list[GeneratedMutant]:
+    """The generated mutants of ``module:function`` (module docstring), at most ``limit``
+    drawn with ``seed`` (the constant, √-scope and log-base ones are always drawn first)."""
+    f = getattr(importlib.import_module(module), function)
+    mk = functools.partial(GeneratedMutant, module, function)
+    core = [mk("constant", "x2", _on_result(lambda r: 2.0 * r)),
+            mk("constant", "x0.5", _on_result(lambda r: 0.5 * r)),
+            mk("sqrt-scope", "squared", _on_result(lambda r: r * abs(r))),
+            mk("sqrt-scope", "sqrt", _on_result(lambda r: math.copysign(math.sqrt(abs(r)), r)))]
+    try:
+        source = inspect.getsource(f)
+    except (OSError, TypeError):
+        source = ""
+    if "log(" in source:
+        core += [mk("log-base", "log2", _log_base(2.0)), mk("log-base", "log10", _log_base(10.0))]
+    params = _scalar_parameters(f)
+    rest = []
+    for v in params:
+        rest += [mk("exponent", f"{v}^+0.5", _on_arg(v, result=lambda x: (lambda r: r * x ** 0.5))),
+                 mk("exponent", f"{v}^-0.5", _on_arg(v, result=lambda x: (lambda r: r / x ** 0.5))),
+                 mk("dropped-factor", f"{v}=1", _on_arg(v, change=_set_one(v)))]
+    rest += [mk("swapped", f"{x}<->{y}", _swap(x, y))
+             for i, x in enumerate(params) for y in params[i + 1:]]
+    rng = random.Random(f"{seed}:{module}:{function}")
+    picked = core[:limit] + rng.sample(rest, min(len(rest), max(limit - len(core), 0)))
+    return picked
+
+
+# ----------------------------------------------------------------------------- probe and run
+def formula_functions() -> list[tuple[str, str]]:
+    """(module, name) of every public function defined in :data:`FORMULA_MODULES`."""
+    out = []
+    for name in FORMULA_MODULES:
+        mod = importlib.import_module(name)
+        for attr, value in vars(mod).items():
+            if (not attr.startswith("_") and inspect.isfunction(value)
+                    and value.__module__ == name):
+                out.append((name, attr))
+    return out
+
+
+@contextlib.contextmanager
+def patched(module: str, function: str, replacement: Callable[..., Any]) -> Iterator[None]:
+    """Replace ``module.function`` by ``replacement`` there and in every loaded module that
+    bound the same object under the same name; restored afterwards."""
+    owner = importlib.import_module(module)
+    original = getattr(owner, function)
+    places = [owner] + [m for m in list(sys.modules.values())
+                        if m is not None and m is not owner
+                        and getattr(m, function, None) is original]
+    for m in places:
+        setattr(m, function, replacement)
+    try:
+        yield
+    finally:
+        for m in places:
+            setattr(m, function, original)
+
+
+def clear_caches() -> None:
+    """Experiments memoise results (functools.lru_cache); a mutant must not see stale ones
+    (used by :mod:`verification.mutation.runner` too)."""
+    for mod in list(sys.modules.values()):
+        if mod is None or not getattr(mod, "__name__", "").startswith("verification"):
+            continue
+        for value in list(vars(mod).values()):
+            if isinstance(value, functools._lru_cache_wrapper):
+                value.cache_clear()
+
+
+_clear_caches = clear_caches
+
+
+def probe(checks: dict[str, Check], functions: Sequence[tuple[str, str]]
+          ) -> tuple[dict[tuple[str, str], list[str]], dict[str, Verdict]]:
+    """Which checks call which formula function, and each check's baseline verdict."""
+    calls: dict[tuple[str, str], set[str]] = defaultdict(set)
+    current: list[str] = []
+    baseline: dict[str, Verdict] = {}
+    with contextlib.ExitStack() as stack:
+        for mod, fn in functions:
+            original = getattr(importlib.import_module(mod), fn)
+
+            def counting(*a, __o=original, __key=(mod, fn), **k):
+                if current:
+                    calls[__key].add(current[0])
+                return __o(*a, **k)
+
+            stack.enter_context(patched(mod, fn, functools.wraps(original)(counting)))
+        for cid, chk in checks.items():
+            current[:] = [cid]
+            _clear_caches()
+            baseline[cid] = run_check(chk, size="quick", seed=0).verdict
+        current.clear()
+    _clear_caches()
+    return {k: sorted(v) for k, v in calls.items()}, baseline
+
+
+@dataclass(frozen=True)
+class GeneratedResult:
+    mutant: GeneratedMutant
+    exercised: bool  # applied at least once and never rejected by input validation
+    changes: tuple[str, ...]  # "check (kind): BASE → NEW"
+    seconds: float
+    invalid: bool = False  # the mutated call raised ValueError (left out of the rates)
+    timed_out: bool = False  # a check ran past CHECK_TIMEOUT_S (left out of the rates)
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def only_informative(self) -> bool:
+        """Killed only by VACUOUS → HOLDS changes: the wrong formula made a vacuous bound look
+        informative — a verdict change, but not a refutation (reported apart)."""
+        return self.killed and all(c.endswith("VACUOUS → HOLDS") for c in self.changes)
+
+
+class _Timeout(BaseException):
+    """Raised by the alarm; a BaseException so that run_check does not turn it into ERROR."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    import signal
+
+    if not hasattr(signal, "SIGALRM"):  # pragma: no cover - not on Windows
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.alarm(int(seconds))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_generated(checks: dict[str, Check], *, only: str | None = None,
+                  limit: int = MAX_PER_FUNCTION, echo: bool = True
+                  ) -> tuple[list[GeneratedResult], list[str], dict[tuple[str, str], list[str]]]:
+    """Probe, generate, run (module docstring).  Returns (results, unchecked functions,
+    function → checks)."""
+    import fnmatch
+
+    pool = {cid: c for cid, c in checks.items() if c.kind in PROBE_KINDS}
+    functions = formula_functions()
+    users, baseline = probe(pool, functions)
+    unchecked = [f"{m}:{f}" for m, f in functions if (m, f) not in users]
+    results = []
+    for (mod, fn), cids in sorted(users.items()):
+        for mutant in mutants_of(mod, fn, limit=limit):
+            if only and not fnmatch.fnmatchcase(mutant.name, only):
+                continue
+            tracker = Tracker()
+            replacement = mutant.wrap(getattr(importlib.import_module(mod), fn), tracker)
+            start = time.perf_counter()
+            changes, timed_out = [], False
+            with patched(mod, fn, replacement):
+                for cid in cids:
+                    _clear_caches()
+                    try:
+                        with np.errstate(all="ignore"), _time_limit(CHECK_TIMEOUT_S):
+                            v = run_check(pool[cid], size="quick", seed=0).verdict
+                    except _Timeout:
+                        timed_out = True
+                        continue
+                    if v is not baseline[cid]:
+                        changes.append(f"{cid} ({pool[cid].kind}): {baseline[cid].value} → "
+                                       f"{v.value}")
+            _clear_caches()
+            r = GeneratedResult(mutant, tracker.hits > 0 and not tracker.invalid
+                                and not timed_out, tuple(changes),
+                                time.perf_counter() - start, tracker.invalid > 0, timed_out)
+            results.append(r)
+            if echo:
+                status = ("KILLED  " if r.killed else "SURVIVED") if r.exercised else \
+                    ("TIMEOUT " if r.timed_out else "INVALID " if r.invalid else "UNUSED  ")
+                print(f"{status} {mutant.name:55s} [{mutant.kind}] "
+                      f"{'; '.join(changes) or ', '.join(cids)}", flush=True)
+    return results, unchecked, users
+
+
+def kill_rates(results: Sequence[GeneratedResult], checks: dict[str, Check],
+               users: dict[tuple[str, str], list[str]]) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{"mutant kind": {kind: (killed, exercised)}, "check kind": {kind: (killed by a
+    check of that kind, exercised mutants that ran a check of that kind)}, "all": {...}}``."""
+    used = [r for r in results if r.exercised]
+    by_mutant: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_check: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in used:
+        by_mutant[r.mutant.kind][0] += r.killed
+        by_mutant[r.mutant.kind][1] += 1
+        kinds_run = {checks[c].kind for c in users[(r.mutant.module, r.mutant.function)]}
+        kinds_killing = {ch.split(" (", 1)[1].split(")", 1)[0] for ch in r.changes}
+        for kind in kinds_run:
+            by_check[kind][0] += kind in kinds_killing
+            by_check[kind][1] += 1
+    return {"mutant kind": {k: tuple(v) for k, v in sorted(by_mutant.items())},
+            "check kind": {k: tuple(v) for k, v in sorted(by_check.items())},
+            "all": {"all": (sum(r.killed for r in used), len(used)),
+                    "all, not counting VACUOUS → HOLDS alone":
+                        (sum(r.killed and not r.only_informative for r in used), len(used))}}
+
+
+def format_rates(rates: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
+    lines = []
+    for group, table in rates.items():
+        cells = ", ".join(f"{k} {a}/{b} ({100 * a / b:.0f}%)" if b else f"{k} 0/0"
+                          for k, (a, b) in table.items())
+        lines.append(f"kill rate by checks alone, per {group}: {cells}")
+    return lines

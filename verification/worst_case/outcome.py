@@ -47,7 +47,7 @@ def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bo
         verdict = Verdict.FAILS
     elif worst > bound * slack:
         verdict = Verdict.FAILS if exact else Verdict.INCONCLUSIVE
-        reasons.append("exact worst case above the bound: counterexample" if exact else
+        reasons.append("exact worst case above the bound: a counterexample" if exact else
                        "valid upper bound on the worst case above the bound: undecided")
     label = "exact" if exact else "valid, not exact"
     line = (f"measured {measured:.4g} <= worst case {worst:.4g} ({label}) <= bound "

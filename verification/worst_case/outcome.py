@@ -61,3 +61,31 @@ def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bo
                    verdict=None if verdict in (Verdict.HOLDS, Verdict.FAILS) else verdict,
                    detail=f"{line}; {detail}" if detail else line, tightness=looseness,
                    figures=tuple(figures), extra=info)
+
+
+def upper_bound_grid_outcome(measured: Any, bound: Any, *, detail: str = "",
+                             extra: dict[str, Any] | None = None,
+                             figures: tuple[str, ...] = ()) -> Outcome:
+    """Outcome of an upper bound (hidden constants 1) checked on a grid: HOLDS iff
+    measured_j <= bound_j at every grid point; the reported pair is the grid point where
+    the bound is tightest (largest measured/bound = C), so tightness = 1/C.  The spread of
+    measured/bound along the grid is reported, never a verdict: a bound whose shape falls
+    slower than the measurement is loose, not refuted (issue 24)."""
+    import numpy as np
+
+    from verification.core.registry import bound_outcome
+
+    m = np.asarray(measured, dtype=float).ravel()
+    b = np.asarray(bound, dtype=float).ravel()
+    if m.shape != b.shape or m.size < 1 or not (np.all(np.isfinite(m)) and np.all(b > 0)):
+        raise ValueError("need finite measured and positive bound values of equal length")
+    ratio = m / b
+    j = int(np.argmax(ratio))
+    spread = float(ratio.max() / ratio.min()) if ratio.min() > 0 else math.inf
+    info = {"C": float(ratio.max()), "C_min": float(ratio.min()), "spread": spread,
+            "ratios": ratio.tolist(), "tightest_index": j, **dict(extra or {})}
+    line = (f"upper bound (constants 1) at every grid point? max measured/bound C = "
+            f"{ratio.max():.4g}, min {ratio.min():.4g}: looseness ranges {1 / ratio.max():.3g}"
+            f"… {1 / ratio.min():.3g} (spread {spread:.3g})")
+    return bound_outcome(m[j], b[j], detail=f"{line}; {detail}" if detail else line,
+                         figures=figures, extra=info)

@@ -80,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--seeds must be >= 1, got {args.seeds}")
     if args.list:
         return list_checks(args.only, args.kind)
+    if args.kind and set(args.kind) == {"worst_case"}:
+        from verification.worst_case.pep import PEPUnavailable, require_pepit
+        try:
+            require_pepit()
+        except PEPUnavailable as exc:
+            raise UserError(str(exc)) from None
     check_out_dir(args.out)
     suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
                                   seeds=args.seeds, out_dir=args.out,

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pfl_theory import oracle_methods as om
-from verification.worst_case.pep import PEPClient, Solved, require_pepit, solve, zero_point
+from verification.worst_case import pep as pep_module
+from verification.worst_case.pep import PEPClient, Solved, solve, zero_point
 
 METRICS = ("gap_avg", "dist", "grad_sq_avg")
 
@@ -145,7 +146,7 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
       F(w⁰) − F(w^T) ≤ Δ₀ (= Δ_F)."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
-    PEPit = require_pepit()
+    PEPit = pep_module.require_pepit()
     pep = PEPit.PEP()
     fns = _declare(pep, s)
     clients = [PEPClient(f) for f in fns]
@@ -182,7 +183,7 @@ def one_round_offset(s: Setting, rho: float, *, solver: str = "clarabel") -> flo
     """c(ρ) = sup ‖w¹ − w*‖² − ρ‖w⁰ − w*‖² over σ²_{F,1} ≤ 1: then
     ‖w^{t+1} − w*‖² ≤ ρ‖w^t − w*‖² + c σ² for every round (valid for ρ ≥ the
     homogeneous rate; +∞ below it)."""
-    PEPit = require_pepit()
+    PEPit = pep_module.require_pepit()
     pep = PEPit.PEP()
     one = replace(s, rounds=1, sigma_sq=1.0)
     fns = _declare(pep, one)
@@ -222,7 +223,7 @@ def envelope_constant(*, mu: float, L: float, lam: float, which: str,
     f ∈ S(μ, L) with parameter λ, ∇F by the exact prox (pFedMe eq. 6)."""
     if which not in ("L", "mu"):
         raise ValueError(f"which must be 'L' or 'mu', got {which!r}")
-    PEPit = require_pepit()
+    PEPit = pep_module.require_pepit()
     from PEPit.functions import SmoothStronglyConvexFunction
 
     pep = PEPit.PEP()
@@ -242,7 +243,7 @@ def gradient_descent(*, mu: float, L: float, eta: float, steps: int,
                      solver: str = "clarabel") -> Solved:
     """Worst ‖x_n − x*‖² of n gradient steps (:func:`pfl_theory.oracle_methods.fedavg_local`
     on one client) over f ∈ S(μ, L), ‖x₀ − x*‖² ≤ 1 (textbook: max(|1−ημ|, |1−ηL|)^{2n})."""
-    PEPit = require_pepit()
+    PEPit = pep_module.require_pepit()
     from PEPit.functions import SmoothStronglyConvexFunction
 
     pep = PEPit.PEP()
@@ -259,7 +260,7 @@ def proximal_point(*, gamma: float, steps: int, solver: str = "clarabel") -> Sol
     """Worst f(x_n) − f* of n proximal steps x ← prox_{γf}(x)
     (:func:`pfl_theory.oracle_methods.envelope_prox` with λ = 1/γ) over convex f,
     ‖x₀ − x*‖² ≤ 1 (Taylor, Hendrickx, Glineur 2017: exactly 1/(4γn))."""
-    PEPit = require_pepit()
+    PEPit = pep_module.require_pepit()
     from PEPit.functions import ConvexFunction
 
     pep = PEPit.PEP()

@@ -21,6 +21,7 @@ import numpy as np
 from pfl_theory import pfedme
 from verification.core.registry import Context, Outcome, Verdict, check
 from verification.worst_case import instances
+from verification.worst_case.analysis import theorem1_setting
 from verification.worst_case import problems as P
 from verification.worst_case import quadratic_clients as qc
 from verification.worst_case.outcome import worst_case_outcome
@@ -42,21 +43,6 @@ def _needs_pep(fn):
                            verdict=Verdict.INCONCLUSIVE, detail=str(exc))
     run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return run
-
-
-def theorem1_setting(p: dict) -> P.Setting:
-    """Theorem 1's largest admissible step η = η̂₁/(βR) with β = 128κ_F (then η̂₁ =
-    1/(24λ)) and T = ⌈2/(η̂₁μ_F)⌉, the theorem's own minimum horizon."""
-    lam, mu, R = p["lam"], p["mu"], p["local_rounds"]
-    beta = p.get("beta") or 128 * (lam + mu) / mu
-    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_1(lam=lam, mu=mu, beta=beta),
-                                  beta=beta, R=R)
-    T = math.ceil(pfedme.min_rounds_theorem1(lam=lam, mu=mu, beta=beta))
-    inner = None if p.get("inner_steps") is None else \
-        (p["inner_steps"], 1.0 / (p["L"] + lam))
-    return P.Setting(clients=p["clients"], rounds=T, local_rounds=R, lr=eta, lam=lam,
-                     beta=beta, mu=mu, L=p["L"], inner=inner, sigma_sq=p["sigma_sq"],
-                     Delta0=1.0)
 
 
 def theorem1(ctx: Context, mutate_bound: float = 1.0) -> Outcome:

@@ -78,6 +78,21 @@ def analyse(s: P.Setting, *, contraction: bool = True, solver: str = "clarabel",
     return out
 
 
+def theorem1_setting(p: dict) -> P.Setting:
+    """Theorem 1's largest admissible step η = η̂₁/(βR) with β = 128κ_F (then η̂₁ =
+    1/(24λ)) and T = ⌈2/(η̂₁μ_F)⌉, the theorem's own minimum horizon."""
+    lam, mu, R = p["lam"], p["mu"], p["local_rounds"]
+    beta = p.get("beta") or 128 * (lam + mu) / mu
+    eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_1(lam=lam, mu=mu, beta=beta),
+                                  beta=beta, R=R)
+    T = math.ceil(pfedme.min_rounds_theorem1(lam=lam, mu=mu, beta=beta))
+    inner = None if p.get("inner_steps") is None else \
+        (p["inner_steps"], 1.0 / (p["L"] + lam))
+    return P.Setting(clients=p["clients"], rounds=T, local_rounds=R, lr=eta, lam=lam,
+                     beta=beta, mu=mu, L=p["L"], inner=inner, sigma_sq=p["sigma_sq"],
+                     Delta0=1.0)
+
+
 def _theorem1(s: P.Setting) -> dict[str, Any]:
     bound = pfedme.theorem1a(T=s.rounds, R=s.local_rounds, N=s.clients, beta=s.beta, lam=s.lam,
                              mu=s.mu, delta_sq=0.0, sigma_F1_sq=s.sigma_sq, Delta0=s.Delta0,

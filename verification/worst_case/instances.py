@@ -4,11 +4,13 @@ The ``measured`` number of a worst-case check: quadratic clients of the setting'
 (:func:`verification.worst_case.quadratic_clients.random_quadratics`) normalised to the
 PEP's constraints — ‖w⁰ − w*‖² = Δ₀ and σ²_{F,1} = σ² exactly (the linear terms are
 scaled; every quantity at the optimum is linear in them) — run by the engine's
-:class:`~algorithms.pfedme.PFedMe` / :class:`~algorithms.fedavg.FedAvg` (full batch, S = N),
+:class:`~algorithms.pfedme.PFedMe` / :class:`~algorithms.fedavg.FedAvg` (full batch, S = N; the exact prox by a converged inner solve, :data:`EXACT_FACTOR`),
 the metric evaluated with :mod:`pfl_theory.oracle_methods` on the same clients.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -19,9 +21,10 @@ from pfl_theory.oracle_methods import QuadraticOracle
 from verification.worst_case import quadratic_clients as qc
 from verification.worst_case.problems import Setting, alpha_weights
 
-#: inner steps standing in for the exact prox in the engine: with η_p = 2/(2λ + μ + L) the
-#: inner solve contracts by (L − μ)/(2λ + L + μ) per step (≤ 1/2 for λ ≥ L), 60 steps ≤ 1e-18
-EXACT_STEPS = 60
+#: the inner solve's remaining error factor standing in for the exact prox in the engine:
+#: with η_p = 2/(2λ + μ + L) it contracts by q = (L − μ)/(2λ + L + μ) per step, and
+#: ⌈ln(1e-17)/ln q⌉ steps (at most 60) leave q^K ≤ 1e-17, below float64 rounding
+EXACT_FACTOR = 1e-17
 
 
 def instance(s: Setting, *, dim: int = 4, seed: int = 0) -> tuple[list[QuadraticOracle],
@@ -58,12 +61,14 @@ def _sigma_sq(clients, w_star, s: Setting) -> float:
 
 def algorithm(s: Setting):
     """The engine algorithm of ``s`` (full participation; exact prox → converged inner
-    solve, see :data:`EXACT_STEPS`)."""
+    solve, see :data:`EXACT_FACTOR`)."""
     if s.method == "fedavg":
         return FedAvg(lr=s.lr, local_rounds=s.local_rounds, batch_size=2,
                       clients_per_round=s.clients)
     lo = s.mu if s.mu is not None else -s.L
-    steps, eta_p = s.inner if s.inner is not None else (EXACT_STEPS, 2.0 / (2 * s.lam + lo + s.L))
+    q = (s.L - lo) / (2 * s.lam + s.L + lo)
+    exact_steps = 1 if q <= 0 else min(60, math.ceil(math.log(EXACT_FACTOR) / math.log(q)))
+    steps, eta_p = s.inner if s.inner is not None else (exact_steps, 2.0 / (2 * s.lam + lo + s.L))
     return PFedMe(lam=s.lam, lr=s.lr, personal_lr=eta_p, inner_steps=steps,
                   local_rounds=s.local_rounds, batch_size=2, beta=s.beta,
                   clients_per_round=s.clients)
@@ -94,3 +99,17 @@ def measured(s: Setting, metric: str, *, rounds: int | None = None, seed: int = 
         drop = objective(clients, ws[0], s) - objective(clients, ws[-1], s)
         return float(np.mean([x @ x for x in g])) * s.Delta0 / drop
     raise ValueError(f"unknown metric {metric!r}")
+
+
+def gap_avg_curve(s: Setting, rounds, *, seed: int = 0) -> np.ndarray:
+    """F(w̄_T) − F* of one engine run of :func:`instance` at every T in ``rounds``."""
+    rounds = [int(T) for T in rounds]
+    clients, w_star, w0 = instance(s, seed=seed)
+    fed, model = qc.federation(clients)
+    ws = qc.engine_trajectory(algorithm(s), fed, model, w0, max(rounds))
+    f_star = objective(clients, w_star, s)
+    out = []
+    for T in rounds:
+        a = np.asarray(alpha_weights(T, s.eta_eff, s.mu_F))
+        out.append(objective(clients, (a[:, None] * ws[:T]).sum(0), s) - f_star)
+    return np.asarray(out)

@@ -6,9 +6,8 @@ Three PNG + CSV pairs (needs the ``[pep]`` extra):
   on log scales at the theorem's largest step η = η̂₁/(βR) (β = 128κ_F, λ = 1, μ = 0.5,
   L = 1, R = 2, N = 2, σ² = 1, Δ₀ = 1; the setting of ``pfedme.worst_case_thm1_exact``):
   the bound (hidden constants 1, δ² = 0), the exact PEP worst case for small T, the
-  one-round PEP unrolled (valid, not exact) up to 4·T_min (``horizon``), and the engine on a
-  quadratic
-  instance; T_min = 2/(η̂₁μ_F) marked;
+  one-round PEP unrolled (valid, not exact) up to 4·T_min (``horizon``), and the engine on
+  a quadratic instance; T_min = 2/(η̂₁μ_F) marked;
 * ``worst_case_thm2`` — Theorem 2(a), (1/T)Σ‖∇F(w_t)‖² vs T: bound Δ_F/(η̂₂T), exact PEP
   (identical L-smooth clients, λ = 3, L = 1, η = η̂₂), engine on an indefinite quadratic;
 * ``worst_case_rho`` — the exact one-round contraction ρ(η) of pFedMe (exact prox, λ = 15,

@@ -13,6 +13,7 @@ Long horizons (Theorem 1 needs T ≥ 2/(η̂₁μ_F)): the one-round PEP gives (
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from pfl_theory import pfedme
 from verification.core.registry import Context, Outcome, Verdict, check
-from verification.worst_case import instances
+from verification.worst_case import counterexample, instances
 from verification.worst_case.analysis import theorem1_setting
 from verification.worst_case import problems as P
 from verification.worst_case import quadratic_clients as qc
@@ -43,6 +44,30 @@ def _needs_pep(fn):
                            verdict=Verdict.INCONCLUSIVE, detail=str(exc))
     run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return run
+
+
+def with_instance(out: Outcome, ctx: Context, s: P.Setting, metric: str,
+                  name: str) -> Outcome:
+    """A counterexample (exact worst case above the bound) made concrete: re-solved with
+    the dimension reduction, extracted, saved to ``ctx.out_dir/<name>_counterexample.json``
+    and, when it is a quadratic, replayed through the engine (its metric is reported)."""
+    if "counterexample" not in out.detail:
+        return out
+    data = counterexample.extract(P.federated(s, metric, reduce_dimension=True), s)
+    note = (f"worst-case instance: rank {data['rank']}, "
+            f"{'a quadratic' if data['quadratic'] else 'not a quadratic'} (fit residual "
+            f"{data['fit_residual']:.2g})")
+    extra = {"instance_rank": data["rank"], "instance_quadratic": data["quadratic"]}
+    if data["quadratic"]:
+        extra["replayed"] = counterexample.replay(data, s, metric)
+        note += f", replayed through the engine: {extra['replayed']:.6g}"
+    figures = out.figures
+    if ctx.out_dir is not None:
+        path = counterexample.save(data, ctx.out_dir / f"{name}_counterexample.json")
+        note += f", saved to {path.name}"
+        extra["instance_file"] = str(path)
+    return dataclasses.replace(out, detail=f"{out.detail}; {note}",
+                               extra={**out.extra, **extra}, figures=figures)
 
 
 def theorem1(ctx: Context, mutate_bound: float = 1.0) -> Outcome:
@@ -199,9 +224,10 @@ def fedavg_gd(ctx: Context) -> Outcome:
     bound = q ** (2 * s.rounds * s.local_rounds) * p.get("mutate_bound", 1.0)
     meas = instances.measured(s, "dist", seed=ctx.seed)
     het = P.federated(replace(s, sigma_sq=1.0), "dist")
-    return worst_case_outcome(
+    out = worst_case_outcome(
         measured=meas, worst=solved.value, bound=bound, exact=True, rel_tol=REL_TOL,
         detail=(f"N = {s.clients}, R = {s.local_rounds}, T = {s.rounds}, η = {s.lr}; "
                 f"heterogeneous σ² = 1: worst {het.value:.4g} (client drift); "
                 f"{solved.seconds + het.seconds:.2f} s"),
         extra={"heterogeneous_worst": het.value})
+    return with_instance(out, ctx, s, "dist", "fedavg.worst_case_gd")

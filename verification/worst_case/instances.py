@@ -83,8 +83,15 @@ def objective(clients, w, s: Setting) -> float:
 def measured(s: Setting, metric: str, *, rounds: int | None = None, seed: int = 0) -> float:
     """The metric of :func:`verification.worst_case.problems.federated` on the engine's run
     of :func:`instance` for ``rounds`` (default ``s.rounds``) rounds."""
-    T = s.rounds if rounds is None else rounds
     clients, w_star, w0 = instance(s, seed=seed)
+    return metric_on(clients, w_star, w0, s, metric, rounds=rounds)
+
+
+def metric_on(clients, w_star, w0, s: Setting, metric: str, *,
+              rounds: int | None = None) -> float:
+    """The metric of the engine's run of ``s`` on ``clients`` from ``w0`` (optimum ``w_star``;
+    ignored by ``grad_sq_avg``, which is normalised to F(w⁰) − F(w^T) = Δ_F)."""
+    T = s.rounds if rounds is None else rounds
     fed, model = qc.federation(clients)
     ws = qc.engine_trajectory(algorithm(s), fed, model, w0, T)
     if metric == "dist":
@@ -93,7 +100,7 @@ def measured(s: Setting, metric: str, *, rounds: int | None = None, seed: int = 
         a = np.asarray(alpha_weights(T, s.eta_eff, s.mu_F))
         w_bar = (a[:, None] * ws[:-1]).sum(0)
         return objective(clients, w_bar, s) - objective(clients, w_star, s)
-    if metric == "grad_sq_avg":                       # normalised to F(w⁰) − F(w^T) = Δ_F
+    if metric == "grad_sq_avg":
         lam = s.lam
         g = [np.mean([om.envelope_grad(c, w, lam) for c in clients], 0) for w in ws[:-1]]
         drop = objective(clients, ws[0], s) - objective(clients, ws[-1], s)

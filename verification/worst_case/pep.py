@@ -81,6 +81,7 @@ class Solved:
     seconds: float
     gram_size: int
     problem: Any = field(repr=False, default=None)
+    handles: dict = field(repr=False, default_factory=dict)   # named points / functions
 
 
 def solve(problem: Any, *, solver: str = "clarabel", reduce_dimension: bool = False) -> Solved:

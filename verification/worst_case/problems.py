@@ -170,7 +170,9 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
         for a, w in zip(alphas[1:], ws[1:-1]):
             w_bar = w_bar + a * w
         pep.set_performance_metric(objective(clients, w_bar, s) - f_star)
-    return solve(pep, solver=solver, reduce_dimension=reduce_dimension)
+    solved = solve(pep, solver=solver, reduce_dimension=reduce_dimension)
+    solved.handles = {"functions": fns, "w0": w0, "w_star": w_star}
+    return solved
 
 
 def one_round_rate(s: Setting, *, solver: str = "clarabel") -> float:

@@ -11,10 +11,10 @@ pytest.importorskip("PEPit")
 from verification.core.registry import Verdict, load_all, run_check  # noqa: E402
 
 
-def _run(check_id, **params):
+def _run(check_id, out_dir=None, **params):
     chk = load_all()[check_id]
     chk = dataclasses.replace(chk, quick={**chk.quick, **params})
-    return run_check(chk, size="quick", seed=0)
+    return run_check(chk, size="quick", seed=0, out_dir=out_dir)
 
 
 @pytest.mark.parametrize("check_id", ["pfedme.worst_case_envelope_L",
@@ -47,3 +47,15 @@ def test_theorem1_holds_at_its_largest_step_and_a_shrunk_bound_fails():
     assert ok.extra["measured_engine"] <= ok.extra["worst_case"] <= ok.extra["bound"]
     bad = _run("pfedme.worst_case_thm1_exact", mutate_bound=0.1)
     assert bad.verdict is Verdict.FAILS      # the engine's own run is above 0.1 × the bound
+
+
+def test_a_counterexample_is_saved_and_replayed_through_the_engine(tmp_path):
+    # bound 10% below the exact GD rate: the PEP's worst case is a rank-1 quadratic; the
+    # engine run on it reproduces the worst case (dimension reduction tolerance 1e-4, and
+    # the fit: 1e-3 relative)
+    res = _run("fedavg.worst_case_gd", out_dir=tmp_path, mutate_bound=0.9)
+    assert res.verdict is Verdict.FAILS
+    assert res.extra["instance_quadratic"] and res.extra["instance_rank"] == 1
+    assert res.extra["replayed"] == pytest.approx(res.extra["worst_case"], rel=1e-3)
+    assert res.extra["replayed"] > res.extra["bound"]          # the engine itself exceeds it
+    assert (tmp_path / "fedavg.worst_case_gd_counterexample.json").is_file()

@@ -46,6 +46,8 @@ def test_missing_pepit_is_one_line_with_the_install_hint(monkeypatch, capsys):
 
 @pytest.mark.parametrize("argv,expected", [
     (["--rounds", "10", "--local-rounds", "5"], "too large for an exact PEP"),
+    (["--prox", "steps", "--inner-steps", "3", "--rounds", "3", "--local-rounds", "5"],
+     "45 oracle calls"),
     (["--mu", "2", "--L", "1"], "0 < mu < L"),
     (["--clients", "9"], "--clients"),
     (["--lam", "-1"], "lam must be > 0"),

@@ -92,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
                         "such as 'pfedme.*' (or leave --only out to run every check)")
     if args.list:
         return list_checks(args.only, args.kind)
+    if args.kind and set(args.kind) == {"worst_case"}:
+        from verification.worst_case.pep import PEPUnavailable, require_pepit
+        try:
+            require_pepit()
+        except PEPUnavailable as exc:
+            raise UserError(str(exc)) from None
     out = check_out_dir(args.out)
     with out_lock(out), staged(out, "verify") as stage:
         # the checks write into a fresh staging directory; its files replace the previous

@@ -28,6 +28,9 @@ numerical-bound kinds:
 * ``envelope`` — an O(.) statement with hidden constants: measured/shape over a grid
   spanning >= 1.5 decades per variable; build it with :func:`envelope_outcome` (HOLDS iff
   max/min of the ratio stays within a factor fixed in the check's definition).
+* ``worst_case`` — measured (engine) <= exact worst case over the theorem's function class
+  (a performance-estimation problem) <= the theorem's bound; build it with
+  :func:`verification.worst_case.outcome.worst_case_outcome` (tightness = bound/worst case).
 
 Define a check with the :func:`check` decorator in a module of :mod:`verification.checks`
 (every module there is imported by :func:`load_all`) or in a module of your own loaded as a
@@ -57,8 +60,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
 
-KINDS = ("identity", "inequality", "rate", "selection", "ordering", "bound", "envelope")
-BOUND_KINDS = ("bound", "envelope")
+KINDS = ("identity", "inequality", "rate", "selection", "ordering", "bound", "envelope",
+         "worst_case")
+BOUND_KINDS = ("bound", "envelope", "worst_case")
 
 
 class Verdict(str, Enum):

@@ -1,0 +1,81 @@
+"""``pflt worst-case`` and ``pflt verify --kind worst_case``: output, JSON, one-line errors,
+and the install hint without the [pep] extra."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pflt.cli import main
+
+SMALL = ["--clients", "2", "--rounds", "1", "--local-rounds", "2", "--lr", "0.3",
+         "--lam", "2", "--mu", "0.2", "--L", "1"]
+
+
+def _err(argv, capsys):
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_pfl_theory_and_the_registry_do_not_import_pepit():
+    code = ("import sys, pfl_theory.oracle_methods, verification.core.registry as r; "
+            "r.load_all(); import pflt.cli as c; c.build_parser(); "
+            "print('PEPit' in sys.modules or 'cvxpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_missing_pepit_is_one_line_with_the_install_hint(monkeypatch, capsys):
+    import verification.worst_case.pep as pep
+
+    def missing():
+        raise pep.PEPUnavailable(pep.INSTALL_HINT)
+    monkeypatch.setattr(pep, "require_pepit", missing)
+    line = _err(["worst-case", *SMALL, "--no-contraction"], capsys)
+    assert line == "pflt worst-case: error: " + pep.INSTALL_HINT
+    line = _err(["verify", "--quick", "--kind", "worst_case", "--no-progress"], capsys)
+    assert "pip install -e '.[pep]'" in line
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["--rounds", "10", "--local-rounds", "5"], "too large for an exact PEP"),
+    (["--prox", "steps", "--inner-steps", "3", "--rounds", "3", "--local-rounds", "5"],
+     "45 oracle calls"),
+    (["--mu", "2", "--L", "1"], "0 < mu < L"),
+    (["--clients", "9"], "--clients"),
+    (["--lam", "-1"], "lam must be > 0"),
+    (["--algorithm", "fedavg", "--nonconvex"], "--nonconvex"),
+])
+def test_bad_settings_are_one_line_errors(argv, expected, capsys):
+    assert expected in _err(["worst-case", *argv, "--no-contraction"], capsys)
+
+
+def test_worst_case_report_and_json(capsys):
+    pytest.importorskip("PEPit")
+    assert main(["worst-case", *SMALL, "--no-contraction"]) == 0
+    out = capsys.readouterr().out
+    assert "worst case (exact PEP" in out and "paper bound" in out
+    assert "smoothness exact 0.666667 vs paper L_F = λ = 2" in out     # λL/(λ+L) = 2/3
+    assert main(["worst-case", *SMALL, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["measured"] <= res["worst_case"] * (1 + 1e-6)
+    assert res["rho"] < 1 and res["largest_contracting_step"] > res["admissible_step"]
+    # largest step with ρ < 1 for R = 2 local envelope-GD steps, exact: 2/L_F = 3 at β = 1
+    assert res["largest_contracting_step"] == pytest.approx(3.0, rel=2e-3)
+
+
+def test_fedavg_worst_case_equals_the_textbook_rate(capsys):
+    pytest.importorskip("PEPit")
+    argv = ["worst-case", "--algorithm", "fedavg", "--lr", "1.5", "--local-rounds", "2",
+            "--rounds", "2", "--mu", "0.1", "--L", "1", "--json", "--no-contraction"]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["worst_case"] == pytest.approx(0.85 ** 8, rel=1e-6)
+    assert res["looseness"] == pytest.approx(1.0, rel=1e-6)

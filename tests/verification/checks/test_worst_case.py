@@ -1,0 +1,61 @@
+"""The worst_case checks: they hold on the seeds' parameters and fail on a wrong constant."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+pytest.importorskip("PEPit")
+
+from verification.core.registry import Verdict, load_all, run_check  # noqa: E402
+
+
+def _run(check_id, out_dir=None, **params):
+    chk = load_all()[check_id]
+    chk = dataclasses.replace(chk, quick={**chk.quick, **params})
+    return run_check(chk, size="quick", seed=0, out_dir=out_dir)
+
+
+@pytest.mark.parametrize("check_id", ["pfedme.worst_case_envelope_L",
+                                      "pfedme.worst_case_envelope_mu",
+                                      "pfedme.worst_case_thm2", "fedavg.worst_case_gd"])
+def test_fast_checks_hold_with_measured_below_worst_below_bound(check_id):
+    res = _run(check_id)
+    assert res.verdict is Verdict.HOLDS, res.detail
+    ex = res.extra
+    assert ex["measured_engine"] <= ex["worst_case"] * (1 + 2e-2) <= ex["bound"] * (1 + 5e-2)
+
+
+def test_envelope_smoothness_is_sixteen_times_below_the_paper_constant():
+    res = _run("pfedme.worst_case_envelope_L")
+    assert res.tightness == pytest.approx(16.0, rel=1e-6)    # λ / (λL/(λ+L)) = λ + L = 16
+
+
+@pytest.mark.parametrize("check_id,factor", [("pfedme.worst_case_envelope_L", 0.05),
+                                             ("pfedme.worst_case_envelope_mu", 0.9),
+                                             ("fedavg.worst_case_gd", 0.9)])
+def test_a_wrong_constant_in_the_bound_is_a_counterexample(check_id, factor):
+    # L_F = 0.75 < 0.9375, μ_F 10% too large, the GD rate 10% too small: exact worst case above
+    res = _run(check_id, mutate_bound=factor)
+    assert res.verdict is Verdict.FAILS and "above the bound" in res.detail
+
+
+def test_theorem1_holds_at_its_largest_step_and_a_shrunk_bound_fails():
+    ok = _run("pfedme.worst_case_thm1_exact")
+    assert ok.verdict is Verdict.HOLDS, ok.detail
+    assert ok.extra["measured_engine"] <= ok.extra["worst_case"] <= ok.extra["bound"]
+    bad = _run("pfedme.worst_case_thm1_exact", mutate_bound=0.1)
+    assert bad.verdict is Verdict.FAILS      # the engine's own run is above 0.1 × the bound
+
+
+def test_a_counterexample_is_saved_and_replayed_through_the_engine(tmp_path):
+    # bound 10% below the exact GD rate: the PEP's worst case is a rank-1 quadratic; the
+    # engine run on it reproduces the worst case (dimension reduction tolerance 1e-4, and
+    # the fit: 1e-3 relative)
+    res = _run("fedavg.worst_case_gd", out_dir=tmp_path, mutate_bound=0.9)
+    assert res.verdict is Verdict.FAILS
+    assert res.extra["instance_quadratic"] and res.extra["instance_rank"] == 1
+    assert res.extra["replayed"] == pytest.approx(res.extra["worst_case"], rel=1e-3)
+    assert res.extra["replayed"] > res.extra["bound"]          # the engine itself exceeds it
+    assert (tmp_path / "fedavg.worst_case_gd_counterexample.json").is_file()

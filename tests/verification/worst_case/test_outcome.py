@@ -1,0 +1,43 @@
+"""Verdict rules of worst_case checks: a loose bound holds; only exceedances fail."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from verification.core.registry import Verdict
+from verification.worst_case.outcome import worst_case_outcome
+
+
+def _v(out):
+    return out.verdict or (Verdict.HOLDS if out.holds else Verdict.FAILS)
+
+
+def test_loose_bound_holds_with_its_looseness():
+    out = worst_case_outcome(measured=0.1, worst=1.0, bound=16.0, exact=True, rel_tol=1e-6)
+    assert _v(out) is Verdict.HOLDS
+    assert out.tightness == pytest.approx(16.0)
+    assert out.extra["easiness"] == pytest.approx(10.0)
+
+
+def test_exact_worst_case_above_bound_is_a_counterexample():
+    out = worst_case_outcome(measured=0.1, worst=2.0, bound=1.0, exact=True, rel_tol=1e-6)
+    assert _v(out) is Verdict.FAILS and "counterexample" in out.detail
+
+
+def test_valid_upper_bound_above_bound_is_undecided():
+    out = worst_case_outcome(measured=0.1, worst=2.0, bound=1.0, exact=False, rel_tol=1e-6)
+    assert _v(out) is Verdict.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("measured,worst", [(1.5, 2.0), (1.0 + 1e-3, 1.0)])
+def test_measured_above_bound_or_worst_fails(measured, worst):
+    out = worst_case_outcome(measured=measured, worst=worst, bound=1.2, exact=False,
+                             rel_tol=1e-6)
+    assert _v(out) is Verdict.FAILS
+
+
+def test_non_finite_values_are_rejected():
+    with pytest.raises(ValueError):
+        worst_case_outcome(measured=math.nan, worst=1.0, bound=1.0, exact=True, rel_tol=0)

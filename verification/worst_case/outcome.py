@@ -1,0 +1,91 @@
+"""The verdict of a ``worst_case`` check: measured ≤ worst case ≤ bound.
+
+Three numbers on the same parameters: ``measured`` (the engine on a concrete instance of the
+class), ``worst`` (the PEP worst case over the whole class: exact, or a valid upper bound
+of it when ``exact`` is False — the one-round recursion unrolled) and ``bound`` (the paper's
+right-hand side).  Two ratios: bound/worst (the theorem's own looseness) and worst/measured
+(how easy the instance was).
+
+* FAILS if measured > bound (a refuted bound on an instance);
+* FAILS if measured > worst (the PEP does not describe what the engine runs);
+* FAILS if worst > bound and the worst case is exact: a counterexample over the class (the
+  worst-case instance is saved by the caller);
+* INCONCLUSIVE if worst > bound but the worst case is only an upper bound of it;
+* HOLDS otherwise.  A loose bound is *not* a failure: its looseness is the ratio.
+
+``rel_tol`` absorbs the solver's accuracy (Clarabel ~1e-8 relative; the check states it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from verification.core.registry import Outcome, Verdict
+
+
+def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bool,
+                       rel_tol: float, detail: str = "", extra: dict[str, Any] | None = None,
+                       figures: tuple[str, ...] = ()) -> Outcome:
+    """The :class:`Outcome` of the rules above (``measured`` = the PEP worst case so that
+    the report's measured/bound columns compare the class with the theorem; the engine's
+    value is in ``extra['measured_engine']``)."""
+    measured, worst, bound = float(measured), float(worst), float(bound)
+    if not all(math.isfinite(v) for v in (measured, worst, bound)):
+        raise ValueError(f"worst-case check got a non-finite value: measured={measured}, "
+                         f"worst={worst}, bound={bound}")
+    slack = 1.0 + rel_tol
+    looseness = bound / worst if worst > 0 else math.inf
+    easiness = worst / measured if measured > 0 else math.inf
+    reasons = []
+    if measured > bound * slack:
+        reasons.append("measured above the bound")
+    if measured > worst * slack:
+        reasons.append("measured above the PEP worst case (the PEP misses the engine)")
+    verdict = Verdict.HOLDS
+    if reasons:
+        verdict = Verdict.FAILS
+    elif worst > bound * slack:
+        verdict = Verdict.FAILS if exact else Verdict.INCONCLUSIVE
+        reasons.append("exact worst case above the bound: a counterexample" if exact else
+                       "valid upper bound on the worst case above the bound: undecided")
+    label = "exact" if exact else "valid, not exact"
+    line = (f"measured {measured:.4g} <= worst case {worst:.4g} ({label}) <= bound "
+            f"{bound:.4g}? bound/worst {looseness:.3g} (theorem's looseness), worst/measured "
+            f"{easiness:.3g} (instance's easiness)")
+    if reasons:
+        line += "; " + "; ".join(reasons)
+    info = {"measured_engine": measured, "worst_case": worst, "bound": bound,
+            "exact": exact, "looseness": looseness, "easiness": easiness, **dict(extra or {})}
+    return Outcome(measured=worst, theoretical=bound, holds=verdict is Verdict.HOLDS,
+                   verdict=None if verdict in (Verdict.HOLDS, Verdict.FAILS) else verdict,
+                   detail=f"{line}; {detail}" if detail else line, tightness=looseness,
+                   figures=tuple(figures), extra=info)
+
+
+def upper_bound_grid_outcome(measured: Any, bound: Any, *, detail: str = "",
+                             extra: dict[str, Any] | None = None,
+                             figures: tuple[str, ...] = ()) -> Outcome:
+    """Outcome of an upper bound (hidden constants 1) checked on a grid: HOLDS iff
+    measured_j <= bound_j at every grid point; the reported pair is the grid point where
+    the bound is tightest (largest measured/bound = C), so tightness = 1/C.  The spread of
+    measured/bound along the grid is reported, never a verdict: a bound whose shape falls
+    slower than the measurement is loose, not refuted (issue 24)."""
+    import numpy as np
+
+    from verification.core.registry import bound_outcome
+
+    m = np.asarray(measured, dtype=float).ravel()
+    b = np.asarray(bound, dtype=float).ravel()
+    if m.shape != b.shape or m.size < 1 or not (np.all(np.isfinite(m)) and np.all(b > 0)):
+        raise ValueError("need finite measured and positive bound values of equal length")
+    ratio = m / b
+    j = int(np.argmax(ratio))
+    spread = float(ratio.max() / ratio.min()) if ratio.min() > 0 else math.inf
+    info = {"C": float(ratio.max()), "C_min": float(ratio.min()), "spread": spread,
+            "ratios": ratio.tolist(), "tightest_index": j, **dict(extra or {})}
+    line = (f"upper bound (constants 1) at every grid point? max measured/bound C = "
+            f"{ratio.max():.4g}, min {ratio.min():.4g}: looseness ranges {1 / ratio.max():.3g}"
+            f"… {1 / ratio.min():.3g} (spread {spread:.3g})")
+    return bound_outcome(m[j], b[j], detail=f"{line}; {detail}" if detail else line,
+                         figures=figures, extra=info)

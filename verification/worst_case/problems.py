@@ -1,0 +1,293 @@
+"""Performance-estimation problems of the papers' methods (exact worst cases at fixed sizes).
+
+Every method is the oracle form of :mod:`pfl_theory.oracle_methods` run on PEPit points
+(:class:`verification.worst_case.pep.PEPClient`); the clients are ``N`` functions of the
+class of the theorem — μ-strongly convex and L-smooth (A1(a) of pFedMe), L-smooth
+(A1(b)), convex — and the initial conditions those of the theorems:
+
+* ``‖w⁰ − w*‖² ≤ Δ₀`` (Theorem 1) or ``F(w⁰) − F(w_T) ≤ Δ_F`` (Theorem 2: F(w_T) ≥ F*,
+  so this relaxes F(w⁰) − F* ≤ Δ_F and the worst case found is an upper bound of the
+  theorem's one);
+* heterogeneity σ²_{F,1} = (1/N)Σ‖∇F_i(w*)‖² ≤ σ² (pFedMe Lemma 2(a)), with the gradients
+  at the optimum *parametrised* so that they sum to zero by construction
+  (h_N = −Σ_{i<N} h_i, θ*_i = w* − h_i/λ): imposing Σ∇F_i(w*) = 0 as a constraint leaves
+  no strictly feasible point (Clarabel "optimal_inaccurate", minutes); σ² = 0 declares w*
+  stationary for every client instead (the homogeneous case, where N = 2 equals N = 3 by
+  symmetry of the agents; tested).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pfl_theory import oracle_methods as om
+from verification.worst_case import pep as pep_module
+from verification.worst_case.pep import PEPClient, Solved, solve, zero_point
+
+METRICS = ("gap_avg", "dist", "grad_sq_avg")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One federated PEP: ``method`` ∈ {"pfedme", "fedavg"}; sizes N (``clients``),
+    T (``rounds``), R (``local_rounds``); pFedMe's λ, η, β and inner solve (``inner`` =
+    None: exact prox, or (K, η_p)); the class (μ, L; ``mu=None``: L-smooth non-convex);
+    Δ₀ and σ²."""
+
+    method: str = "pfedme"
+    clients: int = 2
+    rounds: int = 3
+    local_rounds: int = 5
+    lr: float = 0.05
+    lam: float = 15.0
+    beta: float = 1.0
+    mu: float | None = 0.1
+    L: float = 1.0
+    inner: tuple[int, float] | None = None
+    sigma_sq: float = 0.0
+    Delta0: float = 1.0
+
+    def __post_init__(self):
+        if self.method not in ("pfedme", "fedavg"):
+            raise ValueError(f"method must be 'pfedme' or 'fedavg', got {self.method!r}")
+
+    @property
+    def mu_F(self) -> float:
+        """Envelope strong convexity λμ/(λ+μ) (pFedMe Proposition 1; exact)."""
+        return self.lam * self.mu / (self.lam + self.mu)
+
+    @property
+    def L_F_exact(self) -> float:
+        """Exact envelope smoothness λL/(λ+L) (conjugate duality; the paper uses L_F = λ)."""
+        return self.lam * self.L / (self.lam + self.L)
+
+    @property
+    def eta_eff(self) -> float:
+        """Effective per-round step ηβR (the α_t reading of docs/formulas.md §B.6)."""
+        return self.lr * self.beta * self.local_rounds
+
+
+def _declare(pep, s: Setting):
+    from PEPit.functions import SmoothFunction, SmoothStronglyConvexFunction
+
+    if s.mu is None:
+        return [pep.declare_function(SmoothFunction, L=s.L) for _ in range(s.clients)]
+    return [pep.declare_function(SmoothStronglyConvexFunction, mu=s.mu, L=s.L)
+            for _ in range(s.clients)]
+
+
+def _optimum(pep, fns, s: Setting):
+    """w* and F* (mean envelope value for pFedMe, mean f for FedAvg) with the
+    heterogeneity constraint parametrised as in the module docstring."""
+    from PEPit import Expression, Point
+
+    w_star = pep.set_initial_point()
+    envelope = s.method == "pfedme"
+    if s.sigma_sq == 0:
+        vals = [Expression() for _ in fns]
+        for f, v in zip(fns, vals):
+            f.add_point((w_star, zero_point(), v))
+        return w_star, om.average(vals)
+    hs = [Point() for _ in range(s.clients - 1)]
+    total = hs[0]
+    for h in hs[1:]:
+        total = total + h
+    hs.append(-1.0 * total)                 # Σ h_i = 0 by construction
+    vals = []
+    for f, h in zip(fns, hs):
+        v = Expression()
+        theta = w_star - (1.0 / s.lam) * h if envelope else w_star
+        f.add_point((theta, h, v))
+        vals.append(v + (0.5 / s.lam) * h ** 2 if envelope else v)
+    pep.add_constraint(om.average([h ** 2 for h in hs]) <= s.sigma_sq)
+    return w_star, om.average(vals)
+
+
+def _round(clients, w, s: Setting):
+    if s.method == "pfedme":
+        return om.pfedme_round(clients, w, lam=s.lam, lr=s.lr, local_rounds=s.local_rounds,
+                               beta=s.beta, inner=s.inner)
+    return om.fedavg_round(clients, w, lr=s.lr, local_steps=s.local_rounds)
+
+
+def objective(clients, w, s: Setting):
+    """F(w) = mean envelope value (pFedMe) or mean f (FedAvg)."""
+    if s.method == "pfedme":
+        return om.average([om.envelope_value(c, w, s.lam) for c in clients])
+    return om.average([c.value(w) for c in clients])
+
+
+def gradient(clients, w, s: Setting):
+    """∇F(w) (pFedMe: mean λ(w − θ̂_i(w)), eq. 6; FedAvg: mean ∇f_i)."""
+    if s.method == "pfedme":
+        return om.average([om.envelope_grad(c, w, s.lam) for c in clients])
+    return om.average([c.grad(w) for c in clients])
+
+
+def alpha_weights(T: int, eta: float, mu_F: float) -> list[float]:
+    """Theorem 1's averaging weights α_t = (1 − ημ_F/2)^{−(t+1)}, t = 0 … T−1, normalised
+    (computed relative to the last one, finite for any T)."""
+    a = 1.0 - eta * mu_F / 2.0
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"need 0 < 1 - eta*mu_F/2 < 1, got {a}")
+    logs = [-(t + 1) * math.log(a) for t in range(T)]
+    ws = [math.exp(x - logs[-1]) for x in logs]
+    return [w / sum(ws) for w in ws]
+
+
+def federated(s: Setting, metric: str, *, solver: str = "clarabel",
+              reduce_dimension: bool = False) -> Solved:
+    """The worst case of ``metric`` after ``s.rounds`` rounds:
+
+    * ``gap_avg``: F(w̄_T) − F* with w̄_T = Σ_{t<T} α_t w^t / Σα_t (pFedMe Theorem 1(a),
+      α_t with the effective step ηβR), over ‖w⁰ − w*‖² ≤ Δ₀;
+    * ``dist``: ‖w^T − w*‖², over ‖w⁰ − w*‖² ≤ Δ₀;
+    * ``grad_sq_avg``: (1/T)Σ_{t<T}‖∇F(w^t)‖² (Theorem 2(a), t* uniform), over
+      F(w⁰) − F(w^T) ≤ Δ₀ (= Δ_F)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    PEPit = pep_module.require_pepit()
+    pep = PEPit.PEP()
+    fns = _declare(pep, s)
+    clients = [PEPClient(f) for f in fns]
+    w_star, f_star = _optimum(pep, fns, s) if metric != "grad_sq_avg" else (None, None)
+    w0 = pep.set_initial_point()
+    ws = [w0]
+    for _ in range(s.rounds):
+        ws.append(_round(clients, ws[-1], s))
+    if metric == "grad_sq_avg":
+        pep.set_initial_condition(objective(clients, w0, s) - objective(clients, ws[-1], s)
+                                  <= s.Delta0)
+        grads = [gradient(clients, w, s) ** 2 for w in ws[:-1]]
+        pep.set_performance_metric(om.average(grads))
+        return solve(pep, solver=solver, reduce_dimension=reduce_dimension)
+    pep.set_initial_condition((w0 - w_star) ** 2 <= s.Delta0)
+    if metric == "dist":
+        pep.set_performance_metric((ws[-1] - w_star) ** 2)
+    else:
+        alphas = alpha_weights(s.rounds, s.eta_eff, s.mu_F)
+        w_bar = alphas[0] * ws[0]
+        for a, w in zip(alphas[1:], ws[1:-1]):
+            w_bar = w_bar + a * w
+        pep.set_performance_metric(objective(clients, w_bar, s) - f_star)
+    solved = solve(pep, solver=solver, reduce_dimension=reduce_dimension)
+    solved.handles = {"functions": fns, "w0": w0, "w_star": w_star}
+    return solved
+
+
+def one_round_rate(s: Setting, *, solver: str = "clarabel") -> float:
+    """ρ: the exact worst one-round contraction ‖w¹ − w*‖² / ‖w⁰ − w*‖² with σ² = 0."""
+    return federated(replace(s, rounds=1, sigma_sq=0.0, Delta0=1.0), "dist",
+                     solver=solver).value
+
+
+def one_round_offset(s: Setting, rho: float, *, solver: str = "clarabel") -> float:
+    """c(ρ) = sup ‖w¹ − w*‖² − ρ‖w⁰ − w*‖² over σ²_{F,1} ≤ 1: then
+    ‖w^{t+1} − w*‖² ≤ ρ‖w^t − w*‖² + c σ² for every round (valid for ρ ≥ the
+    homogeneous rate; +∞ below it)."""
+    PEPit = pep_module.require_pepit()
+    pep = PEPit.PEP()
+    one = replace(s, rounds=1, sigma_sq=1.0)
+    fns = _declare(pep, one)
+    clients = [PEPClient(f) for f in fns]
+    w_star, _ = _optimum(pep, fns, one)
+    w0 = pep.set_initial_point()
+    w1 = _round(clients, w0, one)
+    pep.set_performance_metric((w1 - w_star) ** 2 - rho * (w0 - w_star) ** 2)
+    return max(solve(pep, solver=solver).value, 0.0)
+
+
+def unrolled_distances(rho: float, c: float, s: Setting, T: int) -> list[float]:
+    """e_t ≤ ρ^t Δ₀ + cσ²(1 − ρ^t)/(1 − ρ), t = 0 … T (the one-round recursion unrolled:
+    a valid, not exact, bound on the worst ‖w^t − w*‖²)."""
+    out = []
+    for t in range(T + 1):
+        geo = t if rho == 1 else (1 - rho ** t) / (1 - rho)
+        out.append(rho ** t * s.Delta0 + c * s.sigma_sq * geo)
+    return out
+
+
+def unrolled_gap_avg(rho: float, c: float, s: Setting, T: int) -> float:
+    """Valid bound on the worst F(w̄_T) − F* from the unrolled distances:
+    F(w) − F* ≤ L/2‖w − w*‖² (L = λL/(λ+L) for the envelope) and
+    ‖w̄_T − w*‖ ≤ Σ ᾱ_t ‖w^t − w*‖ (triangle inequality)."""
+    e = unrolled_distances(rho, c, s, T)
+    alphas = alpha_weights(T, s.eta_eff, s.mu_F)
+    smooth = s.L_F_exact if s.method == "pfedme" else s.L
+    return 0.5 * smooth * sum(a * math.sqrt(x) for a, x in zip(alphas, e[:T])) ** 2
+
+
+# ------------------------------------------------------------------ single functions
+def envelope_constant(*, mu: float, L: float, lam: float, which: str,
+                      solver: str = "clarabel") -> float:
+    """The exact smoothness (``which="L"``: sup ‖∇F(x) − ∇F(y)‖ / ‖x − y‖) or strong
+    convexity (``which="mu"``: inf of the same ratio) of the Moreau envelope F of
+    f ∈ S(μ, L) with parameter λ, ∇F by the exact prox (pFedMe eq. 6)."""
+    if which not in ("L", "mu"):
+        raise ValueError(f"which must be 'L' or 'mu', got {which!r}")
+    PEPit = pep_module.require_pepit()
+    from PEPit.functions import SmoothStronglyConvexFunction
+
+    pep = PEPit.PEP()
+    f = PEPClient(pep.declare_function(SmoothStronglyConvexFunction, mu=mu, L=L))
+    x, y = pep.set_initial_point(), pep.set_initial_point()
+    dg = om.envelope_grad(f, x, lam) - om.envelope_grad(f, y, lam)
+    if which == "L":
+        pep.set_initial_condition((x - y) ** 2 <= 1)
+        pep.set_performance_metric(dg ** 2)
+        return math.sqrt(solve(pep, solver=solver).value)
+    pep.set_initial_condition(dg ** 2 <= 1)
+    pep.set_performance_metric((x - y) ** 2)
+    return 1.0 / math.sqrt(solve(pep, solver=solver).value)
+
+
+def gradient_descent(*, mu: float, L: float, eta: float, steps: int,
+                     solver: str = "clarabel") -> Solved:
+    """Worst ‖x_n − x*‖² of n gradient steps (:func:`pfl_theory.oracle_methods.fedavg_local`
+    on one client) over f ∈ S(μ, L), ‖x₀ − x*‖² ≤ 1 (textbook: max(|1−ημ|, |1−ηL|)^{2n})."""
+    PEPit = pep_module.require_pepit()
+    from PEPit.functions import SmoothStronglyConvexFunction
+
+    pep = PEPit.PEP()
+    fn = pep.declare_function(SmoothStronglyConvexFunction, mu=mu, L=L)
+    x_star = fn.stationary_point()
+    x0 = pep.set_initial_point()
+    pep.set_initial_condition((x0 - x_star) ** 2 <= 1)
+    xn = om.fedavg_local(PEPClient(fn), x0, lr=eta, local_steps=steps)
+    pep.set_performance_metric((xn - x_star) ** 2)
+    return solve(pep, solver=solver)
+
+
+def proximal_point(*, gamma: float, steps: int, solver: str = "clarabel") -> Solved:
+    """Worst f(x_n) − f* of n proximal steps x ← prox_{γf}(x)
+    (:func:`pfl_theory.oracle_methods.envelope_prox` with λ = 1/γ) over convex f,
+    ‖x₀ − x*‖² ≤ 1 (Taylor, Hendrickx, Glineur 2017: exactly 1/(4γn))."""
+    PEPit = pep_module.require_pepit()
+    from PEPit.functions import ConvexFunction
+
+    pep = PEPit.PEP()
+    fn = pep.declare_function(ConvexFunction)
+    f = PEPClient(fn)
+    x_star = fn.stationary_point()
+    x0 = pep.set_initial_point()
+    pep.set_initial_condition((x0 - x_star) ** 2 <= 1)
+    x = x0
+    for _ in range(steps):
+        x = om.envelope_prox(f, x, 1.0 / gamma)
+    pep.set_performance_metric(f.value(x) - fn.value(x_star))
+    return solve(pep, solver=solver)
+
+
+def largest_contracting_step(s: Setting, *, lo: float = 0.0, hi: float | None = None,
+                             iters: int = 12, solver: str = "clarabel") -> float:
+    """The largest local step η (bisection, ``iters`` one-round PEPs) with a worst-case
+    one-round contraction ρ(η) < 1 in the homogeneous case; ``hi`` defaults to 4/L_F."""
+    smooth = s.L_F_exact if s.method == "pfedme" else s.L
+    hi = 4.0 / smooth if hi is None else hi
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if one_round_rate(replace(s, lr=mid), solver=solver) < 1.0 - 1e-9:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -257,8 +257,9 @@ class QuadraticMean(Model):
 
 def build_model(name: str, federation: Any, *, hidden: int | tuple[int, ...] | None = None,
                 l2: float = 0.0) -> Model:
-    """The model ``mlr|dnn|mlp|cnn`` sized for ``federation``'s features and classes
-    (``hidden``: an int for dnn/cnn, a tuple of widths for mlp)."""
+    """The model ``mlr|dnn|mlp|mlp-bn|cnn`` sized for ``federation``'s features and classes
+    (``hidden``: an int for dnn/cnn, a tuple of widths for mlp/mlp-bn; ``mlp-bn`` is
+    :class:`algorithms.models_norm.BatchNormMLP`, default one hidden layer of 32)."""
     feat = federation.feature_shape
     c = federation.num_classes
     if name == "mlr":
@@ -268,8 +269,14 @@ def build_model(name: str, federation: Any, *, hidden: int | tuple[int, ...] | N
     if name == "mlp":
         widths = (hidden,) if isinstance(hidden, int) else tuple(hidden or (64, 32, 16))
         return MLP(int(torch.tensor(feat).prod()), c, hidden=widths, l2=l2)
+    if name == "mlp-bn":
+        from algorithms.models_norm import BatchNormMLP
+        if l2:
+            raise ValueError("the mlp-bn model has no l2 term")
+        widths = (hidden,) if isinstance(hidden, int) else tuple(hidden or (32,))
+        return BatchNormMLP(int(torch.tensor(feat).prod()), c, hidden=widths)
     if name == "cnn":
         if len(feat) != 3 or feat[1] != feat[2]:
             raise ValueError(f"the CNN needs square image features [C, H, H], got {list(feat)}")
         return CNN(feat[0], feat[1], c, hidden=int(hidden or 64), l2=l2)
-    raise ValueError(f"unknown model {name!r}; choose mlr, dnn, mlp or cnn")
+    raise ValueError(f"unknown model {name!r}; choose mlr, dnn, mlp, mlp-bn or cnn")

@@ -108,6 +108,10 @@ def _params_per_client(model: str, dim: int, classes: int, hidden: Any) -> int:
     elif model == "mlp":
         widths = [dim, *((hidden,) if isinstance(hidden, int) else tuple(hidden or (64, 32, 16))),
                   classes]
+    elif model == "mlp-bn":   # + 4 BatchNorm entries per hidden unit
+        hid = (hidden,) if isinstance(hidden, int) else tuple(hidden or (32,))
+        widths = [dim, *hid, classes]
+        return sum(a * b + b for a, b in zip(widths, widths[1:])) + 4 * sum(hid)
     else:  # cnn: two 5×5 convolutions (≤ 64 channels) and two dense layers of width hidden
         h = int(hidden or 64)
         return 25 * 64 * 64 + dim * h + h * classes + 2 * 64 * 64 * 25

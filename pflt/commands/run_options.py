@@ -24,7 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-MODELS = ["mlr", "dnn", "mlp", "cnn"]
+MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn"]
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config"}
 
 
@@ -86,7 +86,8 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
     g.add_argument("--model", default=None, choices=MODELS,
                    help="model (default mlr, or mlp for an algorithm that needs layers); "
-                        "mlp = deep ReLU net for layer-wise methods")
+                        "mlp = deep ReLU net for layer-wise methods; mlp-bn = mlp with "
+                        "BatchNorm after every hidden layer (fedbn, fedavg, local)")
     g.add_argument("--hidden", type=_widths, default=None,
                    help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
                         "(default 64,32,16)")
@@ -322,6 +323,13 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     if values.get("model") is None:
         values["model"] = getattr(cls, "default_model", "mlr")
         values["model_chosen"] = values["model"] != "mlr"
+    if values["model"] == "mlp-bn" and not getattr(cls, "batchnorm_statistics", False):
+        from algorithms.base import registry
+        able = [n for n, c in registry().items() if getattr(c, "batchnorm_statistics", False)]
+        raise UserError(f"--model mlp-bn: {values['algorithm']} does not update BatchNorm "
+                        f"running statistics; algorithms that do: {', '.join(able)}")
+    if values["model"] == "mlp-bn" and values.get("l2"):
+        raise UserError("--l2 does not apply to --model mlp-bn")
     hidden = values.get("hidden")
     if hidden is not None and values["model"] == "mlr":
         raise UserError("--hidden does not apply to --model mlr (no hidden layer)")

@@ -114,8 +114,10 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--clients", type=int, default=100, help="number of clients N (default 100)")
     d.add_argument("--synthetic-alpha", type=float, default=0.5, help="Synthetic(α, β): α")
     d.add_argument("--synthetic-beta", type=float, default=0.5, help="Synthetic(α, β): β")
-    d.add_argument("--partition", default="label-skew", choices=["label-skew", "dirichlet", "iid"],
-                   help="partition of real data (default label-skew)")
+    d.add_argument("--partition", default="label-skew",
+                   choices=["label-skew", "dirichlet", "iid", "feature-shift"],
+                   help="partition of real data (default label-skew); feature-shift: IID, "
+                        "each client's images rotated, contrast-changed and noised its own way")
     d.add_argument("--classes-per-client", type=int, default=2, help="label-skew: labels per client")
     d.add_argument("--class-assignment", default="cyclic", choices=["cyclic", "random"],
                    help="label-skew: labels (i+j) mod C (default, spreads clients evenly) or "
@@ -125,6 +127,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
                    help="label-skew: client sizes uniform in [LO, HI]")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
+    d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
+                   help="feature-shift: client rotations uniform in [-DEG, DEG] (default 45; "
+                        "0 for non-image data)")
+    d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
+                   help="feature-shift: contrast factors log-uniform in [1/F, F] (default 2)")
+    d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
+                   help="feature-shift: noise std uniform in [0, S] pixel units (default 0.1)")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
@@ -343,6 +352,7 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
 #: data options that only some --data / --partition use (the others ignore them)
 LABEL_SKEW_ONLY = ("classes_per_client", "class_assignment", "replace", "size_range")
 SYNTHETIC_ONLY = ("synthetic_alpha", "synthetic_beta")
+FEATURE_SHIFT_ONLY = ("shift_rotation", "shift_contrast", "shift_noise")
 
 
 def check_data_options(values: dict[str, Any]) -> None:
@@ -352,11 +362,12 @@ def check_data_options(values: dict[str, Any]) -> None:
     drew without any partition."""
     defaults = {dest: action.default for dest, action in _actions().items()}
     if str(values["data"]) in ("synthetic", "synthetic-iid"):
-        unused = ("partition", *LABEL_SKEW_ONLY, "dirichlet_alpha")
+        unused = ("partition", *LABEL_SKEW_ONLY, "dirichlet_alpha", *FEATURE_SHIFT_ONLY)
         where = f"--data {values['data']} (they partition real data: digits, mnist5k, mnist:DIR …)"
     else:
         unused = SYNTHETIC_ONLY + (() if values["partition"] == "label-skew" else LABEL_SKEW_ONLY)
         unused += () if values["partition"] == "dirichlet" else ("dirichlet_alpha",)
+        unused += () if values["partition"] == "feature-shift" else FEATURE_SHIFT_ONLY
         where = f"--data {values['data']} --partition {values['partition']}"
     given = [k for k in unused if values.get(k) != defaults.get(k)
              and not (k == "size_range" and values.get(k) is None)]
@@ -381,6 +392,9 @@ def data_spec(options: dict[str, Any]):
                     class_assignment=options["class_assignment"], replace=options["replace"],
                     size_range=tuple(options["size_range"]) if options["size_range"] else None,
                     dirichlet_alpha=options["dirichlet_alpha"],
+                    shift_rotation=options.get("shift_rotation", DataSpec.shift_rotation),
+                    shift_contrast=options.get("shift_contrast", DataSpec.shift_contrast),
+                    shift_noise=options.get("shift_noise", DataSpec.shift_noise),
                     train_fraction=options["train_fraction"],
                     max_client_size=options["max_client_size"], seed=options["data_seed"])
 

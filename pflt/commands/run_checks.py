@@ -66,7 +66,8 @@ def check_options(values: dict[str, Any]) -> None:
     _float("train-fraction", values["train_fraction"])
     _float("shift-rotation", values.get("shift_rotation", 0.0), 0.0)
     if values.get("shift_rotation", 0.0) > 180:
-        raise UserError(f"--shift-rotation must be <= 180 degrees, got {values['shift_rotation']!r}")
+        raise UserError("--shift-rotation must be <= 180 degrees, got "
+                        f"{values['shift_rotation']!r}")
     _float("shift-contrast", values.get("shift_contrast", 1.0), 1.0)
     _float("shift-noise", values.get("shift_noise", 0.0), 0.0)
     check_threads(values.get("threads"))

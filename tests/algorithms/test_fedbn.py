@@ -65,7 +65,8 @@ def oracle_round(alg, state, fed, model, *, average_bn=False):
     local = {k: v.clone() for k, v in state.models["local_norm"].items()}
     nets = []
     for i in chosen:
-        p = {**{k: v[0].clone() for k, v in shared.items()}, **{k: v[i].clone() for k, v in local.items()}}
+        p = {**{k: v[0].clone() for k, v in shared.items()},
+             **{k: v[i].clone() for k, v in local.items()}}
         for r in range(alg.local_rounds):
             x, y = fed.train.gather(batches[r, i:i + 1])
             leaves = {k: v.detach().requires_grad_("running" not in k) for k, v in p.items()}
@@ -126,7 +127,8 @@ def test_fedbn_beats_fedavg_with_averaged_batchnorm_on_feature_shift(fed):
         s = alg.init(fed, model, seed=0)
         for _ in range(20):
             s = alg.round(s, fed, model)
-        accs[name] = float(evaluate(model, next(iter(alg.evaluated(s).values())), fed.test)[0].mean())
+        params = next(iter(alg.evaluated(s).values()))
+        accs[name] = float(evaluate(model, params, fed.test)[0].mean())
     assert accs["fedbn"] > accs["fedavg"], accs
 
 

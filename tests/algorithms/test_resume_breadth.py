@@ -1,5 +1,5 @@
-"""Resume is bit-identical for FedProx, SCAFFOLD, FedBN (with and without BatchNorm), FedRoD
-and FedALA: a run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on
+"""Resume is bit-identical for FedProx, SCAFFOLD, FedBN (with and without BatchNorm), FedRoD,
+FedALA and CFL (splitting from round 1, so the checkpoint holds several clusters): a run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on
 to round 4 equals the uninterrupted run — every model and tensor, client-held state (control
 variates, BN statistics, label counts, ALA weights and flags) included."""
 
@@ -14,7 +14,9 @@ from synthetic.federation import Federation
 
 CASES = {"fedprox": DNN(4, 3, hidden=5), "scaffold": DNN(4, 3, hidden=5),
          "fedbn": DNN(4, 3, hidden=5), "fedbn[mlp-bn]": BatchNormMLP(4, 3, hidden=(5,)),
-         "fedrod": DNN(4, 3, hidden=5), "fedala": DNN(4, 3, hidden=5)}
+         "fedrod": DNN(4, 3, hidden=5), "fedala": DNN(4, 3, hidden=5),
+         "cfl": DNN(4, 3, hidden=5)}
+EXTRA = {"cfl": dict(eps1=1e9, eps2=0.0, split_after=1, clients_per_round=3)}
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +31,17 @@ def fed():
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_checkpoint_resume_is_bit_identical(case, fed, tmp_path):
     model = CASES[case]
-    alg = get_algorithm(case.split("[")[0])(clients_per_round=2, local_rounds=3, batch_size=4)
+    name = case.split("[")[0]
+    alg = get_algorithm(name)(**{"clients_per_round": 2, "local_rounds": 3, "batch_size": 4,
+                                 **EXTRA.get(name, {})})
     whole = alg.init(fed, model, seed=3)
     for _ in range(4):
         whole = alg.round(whole, fed, model)
     part = alg.init(fed, model, seed=3)
     for _ in range(2):
         part = alg.round(part, fed, model)
+    if name == "cfl":
+        assert part.models["clusters"]["fc1.weight"].shape[0] >= 2
     save_checkpoint(tmp_path / "c.pt", part, alg)
     resumed = load_checkpoint(tmp_path / "c.pt", alg, device=fed.device)
     check_compatible(resumed, alg.init(fed, model, seed=3))

@@ -206,6 +206,14 @@ def evaluate_models(model, models: dict[str, Params], split, *, block: int | Non
                    per[1, :, column[alias[name]]]) for name in models}
 
 
+def model_for(algorithm, model):
+    """The model that evaluates ``algorithm.evaluated(state)``: ``model`` itself, or
+    ``algorithm.evaluation_model(model)`` for an algorithm whose evaluated parameters are
+    not ``model``'s (FedEM's mixture of components)."""
+    wrap = getattr(algorithm, "evaluation_model", None)
+    return model if wrap is None else wrap(model)
+
+
 def evaluate(model, params: Params, split, *, block: int | None = None
              ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-client ``(accuracy [N], mean loss [N])`` of ``params`` (``[N, ...]`` or

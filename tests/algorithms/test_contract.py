@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from algorithms.base import State, hyperparameters, registry
-from algorithms.evaluation import evaluate
+from algorithms.evaluation import evaluate, model_for
 from algorithms.models import DNN
 from synthetic.federation import Federation
 
@@ -84,7 +84,7 @@ def test_learns_planted_problem(name, fed, model):
     best = 0.0
     for label, params in evaluated.items():
         assert isinstance(label, str) and label
-        acc, _ = evaluate(model, params, fed.test)
+        acc, _ = evaluate(model_for(alg, model), params, fed.test)
         best = max(best, float(acc.mean()))
     # chance is 1/3; a learning algorithm clears 0.7 on separated blobs within 15 rounds
     assert best >= 0.7, f"{name}: best evaluated accuracy {best:.3f}"

@@ -1,7 +1,7 @@
 """Resume is bit-identical for FedProx, SCAFFOLD, FedBN (with and without BatchNorm), FedRoD,
-FedALA and CFL (splitting from round 1, so the checkpoint holds several clusters): a run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on
+FedALA, CFL (splitting from round 1, so the checkpoint holds several clusters) and FedEM: a run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on
 to round 4 equals the uninterrupted run — every model and tensor, client-held state (control
-variates, BN statistics, label counts, ALA weights and flags) included."""
+variates, BN statistics, label counts, ALA weights and flags, mixture weights) included."""
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from synthetic.federation import Federation
 CASES = {"fedprox": DNN(4, 3, hidden=5), "scaffold": DNN(4, 3, hidden=5),
          "fedbn": DNN(4, 3, hidden=5), "fedbn[mlp-bn]": BatchNormMLP(4, 3, hidden=(5,)),
          "fedrod": DNN(4, 3, hidden=5), "fedala": DNN(4, 3, hidden=5),
-         "cfl": DNN(4, 3, hidden=5)}
+         "cfl": DNN(4, 3, hidden=5), "fedem": DNN(4, 3, hidden=5)}
 EXTRA = {"cfl": dict(eps1=1e9, eps2=0.0, split_after=1, clients_per_round=3)}
 
 

@@ -305,8 +305,9 @@ def _identical(a: State, b: State) -> bool:
         torch.equal(x, y) for x, y in zip(_tensors(a), _tensors(b)))
 
 
-TRAIN_PHASE_USERS = ["apfl", "ditto", "fedavg", "fedavg-ft", "fedbabu", "fedper", "fedrep",
-                     "fedsam", "ifca", "lgfedavg", "pfedhn", "plgu-ghn", "plgu-grep", "plgu-lf"]
+TRAIN_PHASE_USERS = ["apfl", "cfl", "ditto", "fedala", "fedavg", "fedavg-ft", "fedbabu", "fedbn",
+                     "fedem", "fedper", "fedprox", "fedrep", "fedrod", "fedsam", "ifca", "lgfedavg",
+                     "pfedhn", "plgu-ghn", "plgu-grep", "plgu-lf", "scaffold"]
 
 
 def test_the_train_phase_users_are_listed(fed, model, monkeypatch):

@@ -18,9 +18,9 @@ clients evenly over the classes) or ``random``; sizes uniform in ``size_range``;
 without replacement unless ``replace``), ``dirichlet`` (concentration ``dirichlet_alpha``),
 ``iid``, or ``feature-shift`` (IID, every client's images through its own rotation, contrast
 and noise, at most ``shift_rotation`` degrees, factor ``shift_contrast``, std
-``shift_noise``: :mod:`synthetic.feature_shift`, FedBN's setting); then each client is split ``train_fraction`` / rest.  Without ``size_range`` the
-label-skew sizes are chosen to fit the pool (:func:`default_size_range`), so every dataset
-works for every N it can feed.
+``shift_noise``: :mod:`synthetic.feature_shift`, FedBN's setting); then each client is split
+``train_fraction`` / rest.  Without ``size_range`` the label-skew sizes are chosen to fit
+the pool (:func:`default_size_range`), so every dataset works for every N it can feed.
 
 ``seed`` is the *data* seed (the CLI's ``--data-seed``, fixed at 0 by default so that
 training seeds vary the training and not the dataset, as in the papers' experiments).

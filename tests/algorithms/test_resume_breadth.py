@@ -1,7 +1,8 @@
 """Resume is bit-identical for FedProx, SCAFFOLD, FedBN (with and without BatchNorm), FedRoD,
 FedALA, CFL (splitting from round 1, so the checkpoint holds several clusters) and FedEM: a
-run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on to round 4 equals the uninterrupted run — every model and tensor, client-held state (control
-variates, BN statistics, label counts, ALA weights and flags, mixture weights) included."""
+run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on to round 4
+equals the uninterrupted run — every model and tensor, client-held state (control variates,
+BN statistics, label counts, ALA weights and flags, mixture weights) included."""
 
 import numpy as np
 import pytest

@@ -147,3 +147,21 @@ def test_cli_runs_fedbn_on_mlp_bn_and_refuses_mlp_bn_elsewhere(tmp_path, capsys)
                  "--rounds", "1", "--out", str(tmp_path / "d"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "does not update BatchNorm" in err and "fedbn" in err and err.count("\n") == 1
+
+
+def test_flower_equals_engine_with_batchnorm(fed):
+    """The registry-wide Flower test runs every algorithm on a DNN; FedBN's local BN entries
+    (and FedAvg's averaged statistics) on --model mlp-bn go through Flower too."""
+    pytest.importorskip("flwr")
+    from algorithms.flower.local import simulate
+    from algorithms.flower.records import Settings
+    from algorithms.models import build_model
+    from algorithms.runner import run
+
+    for alg in (FedBN(**KW), FedAvg(**KW)):
+        model = build_model("mlp-bn", fed, hidden=6)
+        engine = run(alg, fed, model, rounds=2, seed=SEED, progress=False).state
+        flower = simulate(Settings.of(alg, num_clients=fed.num_clients, seed=SEED,
+                                      model="mlp-bn", hidden=6), fed, rounds=2).state
+        assert _max_diff(engine, flower) < 1e-12
+        assert "bn1.running_mean" in (engine.models.get("local_norm") or engine.models["global"])

@@ -113,6 +113,9 @@ class Algorithm:
     #: True: the engine hands ``client_update`` its batches as :class:`LazyRows` (gathered
     #: one local round at a time) instead of every round's ``[R, P, B, ...]`` at once
     lazy_batches: bool = False
+    #: True: ``view.train`` is the participants' own train split in every phase (FedEM's
+    #: E-step reads every local sample), not only when every client takes part
+    needs_train: bool = False
 
     def is_client_model(self, name: str) -> bool:
         return name in self.client_models
@@ -176,9 +179,22 @@ def engine_view(alg, state: State, fed, phase: Phase) -> ClientView:
     batches = {k: lazy_gather(fed.train, b) if lazy else fed.train.gather(b)
                for k, b in ((k, participant_batches(b, phase.clients, fed.num_clients))
                             for k, b in phase.batches.items())}
+    train = fed.train if whole else (participant_split(fed.train, idx)
+                                     if getattr(alg, "needs_train", False) else None)
     return ClientView(state.round, state.seed, fed.num_clients, fed.num_classes, phase.clients,
                       server, phase.payload, models, tensors, batches,
-                      fed.train if whole else None, fed.test if whole else None)
+                      train, fed.test if whole else None)
+
+
+def participant_split(split, clients: torch.Tensor):
+    """The rows of ``clients`` (sorted) of ``split`` as a split of its own (same order)."""
+    from synthetic.federation import Split
+
+    counts = split.counts[clients]
+    offsets = torch.cumsum(counts, 0) - counts
+    rows = torch.repeat_interleave(split.offsets[clients] - offsets, counts) + \
+        torch.arange(int(counts.sum()), device=counts.device)
+    return Split(split.x[rows], split.y[rows], offsets, counts)
 
 
 def participant_batches(batches: torch.Tensor, clients: torch.Tensor, num_clients: int

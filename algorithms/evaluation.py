@@ -271,6 +271,14 @@ def _evaluate_shared(model, plan: list[Params], split, accuracy: bool) -> torch.
     return sums / split.counts.to(torch.float64)[None, :, None]
 
 
+def model_for(algorithm, model):
+    """The model that evaluates ``algorithm.evaluated(state)``: ``model`` itself, or
+    ``algorithm.evaluation_model(model)`` for an algorithm whose evaluated parameters are
+    not ``model``'s (FedEM's mixture of components)."""
+    wrap = getattr(algorithm, "evaluation_model", None)
+    return model if wrap is None else wrap(model)
+
+
 def evaluate(model, params: Params, split, *, block: int | None = None
              ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-client ``(accuracy [N], mean loss [N])`` of ``params`` (``[N, ...]`` or

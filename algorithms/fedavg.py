@@ -28,6 +28,10 @@ class FedAvg(Algorithm):
     """FedAvg (McMahan et al., AISTATS 2017): paper symbols η = ``lr``, R = ``local_rounds``
     (local SGD steps, one mini-batch each), |D| = ``batch_size``, S = ``clients_per_round``."""
 
+    #: its local SGD moves BatchNorm running statistics (``--model mlp-bn``), averaged with
+    #: the rest: FedBN's "FedAvg" baseline
+    batchnorm_statistics = True
+
     lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int, symbol="R")
@@ -68,6 +72,7 @@ class Local(Algorithm):
     ``local_rounds``, |D| = ``batch_size`` (FedAvg's local step)."""
 
     client_models = ("local",)
+    batchnorm_statistics = True     # local SGD moves BatchNorm statistics (--model mlp-bn)
     lazy_batches = True     # every client trains: one step's batch gathered at a time (LazyRows)
 
     lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")

@@ -19,13 +19,18 @@ import torch
 
 from algorithms.base import Params
 from algorithms.models import MLR, Model
+from algorithms.models_norm import buffered_sgd, has_buffers
 
 T = TypeVar("T")
 
 
 def local_sgd(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor,
               lr: float) -> Params:
-    """Plain SGD: one step per mini-batch; ``x[R, N, B, ...]``, ``y[R, N, B]``."""
+    """Plain SGD: one step per mini-batch; ``x[R, N, B, ...]``, ``y[R, N, B]``.  A model with
+    BatchNorm buffers (:mod:`algorithms.models_norm`) trains in batch-statistics mode and
+    moves its running statistics (:func:`~algorithms.models_norm.buffered_sgd`)."""
+    if has_buffers(model):
+        return buffered_sgd(model, params, x, y, lr)
     for r in range(x.shape[0]):
         g, _ = model.grad(params, x[r], y[r])
         params = {k: params[k] - lr * g[k] for k in params}

@@ -1,209 +1,300 @@
-"""Side by side with PFLlib (J. Zhang et al., *PFLlib: A Beginner-Friendly and Comprehensive
-Personalized Federated Learning Library*, JMLR 2025; github.com/TsingZ0/PFLlib): the peer's
-own client and server code run on **our** mini-batches, from **our** initial model, and the
-parameters compared after one client update and after each round.
+"""Side by side with PFLlib: FedProx, SCAFFOLD, FedBN, FedRoD and FedALA of this toolkit
+against PFLlib's public client classes (``system/flcore/clients/client{prox,scaffold,bn,rod,
+ala}.py``, ``system/utils/ALA.py``) and server aggregation (``serverbase.py``,
+``serverscaffold.py``), on the same mini-batches, in float64.
 
-The peer is never vendored: ``--pfllib PATH`` names a local checkout (its ``system/``
-folder is put on ``sys.path``; its clients import scikit-learn).  Nothing here runs in CI.
+PFLlib is not vendored and not a dependency: pass the path of a local checkout
+(``--pfllib DIR``, the repository root holding ``system/``).  Its client classes are
+subclassed only to hand them our mini-batches (``load_train_data`` returns the round's
+``R`` batches of the client, in order, as one local epoch; FedALA's ``train_data`` is the
+round's ALA batches with ``rand_percent = 100``), so their own ``train`` /
+``set_parameters`` / ``local_initialization`` and optimisers run unchanged; the server
+steps are PFLlib's ``aggregate_parameters`` methods bound to a stand-in holding the
+uploads.  The network is the same on both sides: ``dim → hidden (→ BatchNorm for FedBN) →
+ReLU → classes`` (a ``base`` and a ``head`` module, as PFLlib's FedRoD needs; BN entries
+named ``bn`` as PFLlib's FedBN needs), initialised from our model's parameters.
 
-What is compared, per algorithm (MLR on a small Synthetic(0.5, 0.5) federation, float64,
-every client taking part, the peer's model an ``nn.Linear`` holding our ``Wᵀ, b``):
+Setting: 4 clients of 20–35 samples, 3 classes, 5 features (planted Gaussian classes with
+label skew), every client taking part (PFLlib's FedALA initialises every client each round,
+``serverala.py`` ``send_models``: with partial participation the unsampled clients' ALA
+would differ from the paper's Algorithm 1, which only the sampled clients run), R = 3 local
+steps of |D| = 5, η = 0.1.  Reported per algorithm: the largest parameter difference after
+one client update (client 0, round 0) and after each of ``--rounds`` rounds (global and
+client-held parameters), with the alignments needed where the two differ by design:
 
-* the peer client's ``train()`` with its loader replaced by our R mini-batches of that
-  client and round (one local "epoch" = our R steps), against our ``client_update`` upload;
-* the peer server's aggregation of those uploads (its own ``aggregate_parameters``, on an
-  instance built without its data-reading constructor), against our ``server_aggregate``.
+* FedRoD: PFLlib copies the generic head into the personalized head at start; ours starts
+  at zero (algorithms/fedrod.py) — the peer's head is zeroed before round 0;
+* FedBN: PFLlib weighs clients by sample counts (serverbase ``aggregate_parameters``), the
+  FedBN authors' code uniformly — ours runs with ``aggregation="weighted"`` here; PFLlib
+  keeps BN *parameters* local by name and never sends buffers (running statistics stay on
+  the clients), as ours;
+* FedALA: PFLlib's first ALA of a client loops until the loss settles (ALA.py, ``while
+  True`` … ``np.std(losses[-num_pre_loss:]) < threshold``); ours takes ``ala_start_steps``
+  — the peer's ``start_phase`` is switched off and ours runs ``ala_start_steps =
+  ala_steps`` (one pass over the same batches).
 
-Known departures are printed with the peer's line and our equation, never hidden: e.g.
-SCAFFOLD — PFLlib averages Δy uniformly over the joined clients and c over all N (as the
-paper; ours with ``aggregation='uniform'``).
-
-The peer needs its own requirements beside ours (``h5py``, ``scikit-learn``).
-
-Usage: ``python benchmarks/side_by_side_pfllib.py --pfllib ~/src/PFLlib [--algorithm fedprox
-scaffold] [--rounds 2] [--json OUT]``.  Last line per algorithm:
-``<name>: max |ours − PFLlib| client <c>, round <r>`` (0 or ~1e-15 = equal).
+Usage: ``python benchmarks/side_by_side_pfllib.py --pfllib ~/src/PFLlib [--rounds 2]
+[--algorithms fedprox scaffold fedbn fedrod fedala]``.  Last line: ``max difference: <x>``.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import json
+import datetime
 import sys
 import types
+from collections import OrderedDict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
+from torch import nn
 
-import torch  # noqa: E402
+from algorithms.base import get_algorithm
+from algorithms.contract import engine_view
+from algorithms.models import DNN, BatchNormMLP
+from synthetic.federation import Federation
 
-from algorithms.base import get_algorithm  # noqa: E402
-from algorithms.contract import engine_round, engine_view  # noqa: E402
-from algorithms.models import MLR  # noqa: E402
-from synthetic import fedprox as fedprox_data  # noqa: E402
-
-
-def peer_args(model, **extra) -> types.SimpleNamespace:
-    """The fields PFLlib's ``Client.__init__`` reads, with learning-rate decay off."""
-    base = dict(model=model, algorithm="side-by-side", dataset="none", device="cpu",
-                save_folder_name="none", num_classes=10, batch_size=0, local_learning_rate=0.0,
-                local_epochs=1, few_shot=0, learning_rate_decay=False,
-                learning_rate_decay_gamma=1.0)
-    base.update(extra)
-    return types.SimpleNamespace(**base)
+DIM, HIDDEN, CLASSES, LR, STEPS, BATCH = 5, 8, 3, 0.1, 3, 5
 
 
-def to_linear(params: dict, i: int) -> torch.nn.Module:
-    """Our MLR row ``i`` (``x W + b``, ``W [d, C]``) as the peer's ``nn.Linear`` (``W x + b``)."""
-    w, b = params["fc.weight"][i], params["fc.bias"][i]
-    lin = torch.nn.Linear(w.shape[0], w.shape[1]).double()
-    with torch.no_grad():
-        lin.weight.copy_(w.t())
-        lin.bias.copy_(b)
-    return lin
+def federation() -> Federation:
+    rng = np.random.RandomState(0)
+    centres = rng.randn(CLASSES, DIM) * 2
+    xs, ys = [], []
+    for i, n in enumerate((28, 35, 20, 31)):
+        p = np.roll([0.6, 0.3, 0.1], i)
+        y = rng.choice(CLASSES, n, p=p)
+        xs.append(centres[y] + rng.randn(n, DIM))
+        ys.append(y)
+    return Federation.from_client_arrays(xs, ys, num_classes=CLASSES, seed=0, device="cpu",
+                                         dtype=torch.float64)
 
 
-def from_linear(lin: torch.nn.Module) -> dict:
-    return {"fc.weight": lin.weight.detach().t().clone(), "fc.bias": lin.bias.detach().clone()}
+class PeerNet(nn.Module):
+    """``base`` (fc1 [→ bn1] → ReLU) and ``head`` (linear), as PFLlib's FedRoD expects."""
+
+    def __init__(self, bn: bool):
+        super().__init__()
+        layers = [("fc1", nn.Linear(DIM, HIDDEN))]
+        if bn:
+            layers.append(("bn1", nn.BatchNorm1d(HIDDEN)))
+        self.base = nn.Sequential(OrderedDict(layers + [("relu", nn.ReLU())]))
+        self.head = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.base(x.flatten(1)))
 
 
-def max_diff(ours: dict, i: int, peer: dict) -> float:
-    return max(float((ours[k][i] - peer[k]).abs().max()) for k in peer)
+OURS_TO_PEER = {"fc1.weight": "base.fc1.weight", "fc1.bias": "base.fc1.bias",
+                "bn1.weight": "base.bn1.weight", "bn1.bias": "base.bn1.bias",
+                "bn1.running_mean": "base.bn1.running_mean",
+                "bn1.running_var": "base.bn1.running_var",
+                "fc2.weight": "head.weight", "fc2.bias": "head.bias"}
 
 
-def client_batches(view, i: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    x, y = view.batches["sgd"]
-    return [(x[r, i].clone(), y[r, i].clone()) for r in range(x.shape[0])]
+def to_peer(net: nn.Module, params: dict, row: int = 0) -> None:
+    """Copy our row ``row`` into ``net`` (dense weights transposed: ours are [in, out])."""
+    state = net.state_dict()
+    for k, v in params.items():
+        t = v[row]
+        state[OURS_TO_PEER[k]] = t.T.clone() if k.endswith("weight") and t.dim() == 2 else t.clone()
+    net.load_state_dict(state)
 
 
-def make_client(cls, args, cid: int, n_train: int, batches):
-    client = cls(args, id=cid, train_samples=n_train, test_samples=0, train_slow=False,
-                 send_slow=False)
-    client.load_train_data = lambda batch_size=None: list(batches)   # our batches, in order
-    return client
+def from_peer(net: nn.Module, keys) -> dict:
+    """``net``'s entries under our names and layouts."""
+    state = net.state_dict()
+    return {k: _ours(state[OURS_TO_PEER[k]]) for k in keys}
 
 
-def bare_server(cls, **attrs):
-    """A peer server object without its constructor (which reads the peer's datasets)."""
-    server = object.__new__(cls)
-    for k, v in attrs.items():
-        setattr(server, k, v)
-    return server
+def _ours(t: torch.Tensor) -> torch.Tensor:
+    """A peer tensor in our layout (``nn.Linear`` weights [out, in] → [in, out])."""
+    t = t.detach()
+    return t.T if t.dim() == 2 else t
 
 
-# ---- per algorithm: our hyper-parameters and the peer's round ----------------------------
+def diff(ours: dict, row: int, theirs: dict) -> float:
+    return max(float((ours[k][row] - theirs[k]).abs().max()) for k in theirs)
 
-def fedprox_round(peer, hyper, state, view, fed, rounds_state):
+
+def peer_modules(root: Path):
+    sys.path.insert(0, str(root / "system"))
+    from flcore.clients.clientala import clientALA
+    from flcore.clients.clientbn import clientBN
     from flcore.clients.clientprox import clientProx
-    from flcore.servers.serverbase import Server
-    n = fed.num_clients
-    models, uploads = [], []
-    for i in range(n):
-        args = peer_args(to_linear(state.models["global"], 0), mu=hyper["mu"],
-                         local_learning_rate=hyper["lr"], batch_size=hyper["batch_size"])
-        c = make_client(clientProx, args, i, int(fed.train.counts[i]), client_batches(view, i))
-        c.set_parameters(to_linear(state.models["global"], 0))
-        c.train()
-        models.append(c.model)
-        uploads.append(from_linear(c.model))
-    total = float(fed.train.counts.sum())
-    server = bare_server(Server, uploaded_models=models,
-                         uploaded_weights=[float(fed.train.counts[i]) / total for i in range(n)])
-    server.aggregate_parameters()
-    return uploads, {"global": from_linear(server.global_model)}
-
-
-def scaffold_round(peer, hyper, state, view, fed, rounds_state):
+    from flcore.clients.clientrod import clientROD
     from flcore.clients.clientscaffold import clientSCAFFOLD
+    from flcore.servers.serverbase import Server
     from flcore.servers.serverscaffold import SCAFFOLD
-    n = fed.num_clients
-    glob = to_linear(state.models["global"], 0)
-    if "clients" not in rounds_state:            # the peer's control variates live across rounds
-        rounds_state["global_c"] = [torch.zeros_like(p) for p in glob.parameters()]
-        rounds_state["client_c"] = [[torch.zeros_like(p) for p in glob.parameters()]
-                                    for _ in range(n)]
-        rounds_state["clients"] = True
-    clients, uploads = [], []
-    for i in range(n):
-        args = peer_args(copy.deepcopy(glob), local_learning_rate=hyper["lr"],
-                         batch_size=hyper["batch_size"])
-        c = make_client(clientSCAFFOLD, args, i, int(fed.train.counts[i]), client_batches(view, i))
-        c.client_c = rounds_state["client_c"][i]
-        c.set_parameters(copy.deepcopy(glob), rounds_state["global_c"])
-        c.train()
-        rounds_state["client_c"][i] = c.client_c
-        clients.append(c)
-        uploads.append(from_linear(c.model))
-    server = bare_server(SCAFFOLD, global_model=copy.deepcopy(glob),
-                         global_c=rounds_state["global_c"], clients=clients,
-                         uploaded_ids=list(range(n)), num_join_clients=n, num_clients=n,
-                         server_learning_rate=hyper.get("global_lr", 1.0))
-    server.aggregate_parameters()
-    rounds_state["global_c"] = server.global_c
-    return uploads, {"global": from_linear(server.global_model)}
+    import flcore.clients.clientala as ala_module
+    return dict(fedprox=clientProx, scaffold=clientSCAFFOLD, fedbn=clientBN, fedrod=clientROD,
+                fedala=clientALA, Server=Server, SCAFFOLDServer=SCAFFOLD, ala_module=ala_module)
 
 
-ALGORITHMS = {
-    # name: (our hyper-parameters, our upload's name, the peer's round, departures to print)
-    "fedprox": ({"mu": 0.5, "lr": 0.05, "local_rounds": 5, "batch_size": 8}, "global",
-                fedprox_round, "none expected: clientprox.py PerturbedGradientDescent.step is "
-                "w ← w − η(∇f + μ(w − wᵗ)), FedProx eq. 2; server: sample-weighted mean"),
-    "scaffold": ({"lr": 0.05, "local_rounds": 5, "batch_size": 8, "aggregation": "uniform",
-                  "global_lr": 1.0}, "model",
-                 scaffold_round, "none expected: clientscaffold.py update_yc is option II "
-                 "c_i⁺ = c_i − c + (x − y_i)/(Kη); serverscaffold.py aggregate_parameters: "
-                 "x += Δy/|S|·η_g, c += Δc/N (Algorithm 1, lines 16–17)"),
-}
+def fed_loader(fed, i: int, batches: torch.Tensor) -> list:
+    """Client ``i``'s mini-batches ``batches[R, N, B]`` as a list of ``(x, y)``."""
+    return [fed.train.gather(batches[r, i]) for r in range(batches.shape[0])]
 
 
-def compare(name: str, pfllib: Path, rounds: int, clients: int, seed: int) -> dict:
-    hyper, upload_key, peer_round, departures = ALGORITHMS[name]
-    fed = fedprox_data.federation(0.5, 0.5, num_clients=clients, seed=seed,
-                                  max_client_size=60, dtype=torch.float64)
-    model = MLR(fed.feature_shape[0], fed.num_classes)
-    alg = get_algorithm(name)(clients_per_round=clients, **hyper)
-    state = alg.init(fed, model, seed)
-    rounds_state: dict = {}
-    out = {"algorithm": name, "departures": departures, "rounds": []}
+def make_peer(cls, fed, i: int, net: nn.Module, extra: dict, ala_data=None):
+    """A PFLlib client of class ``cls`` for client ``i`` whose data loader we feed."""
+    class Fed(cls):
+        def load_train_data(self, batch_size=None):
+            return self.feed
+
+    o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
+    Fed.feed = [(fed.train.x[o:o + n], fed.train.y[o:o + n])]     # whole data at set-up
+    args = types.SimpleNamespace(model=net, algorithm="x", dataset="x", device="cpu",
+                                 save_folder_name="x", num_classes=CLASSES, batch_size=BATCH,
+                                 local_learning_rate=LR, local_epochs=1, few_shot=0,
+                                 learning_rate_decay_gamma=1.0, learning_rate_decay=False,
+                                 **extra)
+    peer = Fed(args, i, n, int(fed.test.counts[i]), train_slow=False, send_slow=False)
+    peer.model.double()
+    return peer
+
+
+def aggregate(mods, peers: dict, chosen, fed, *, scaffold=None) -> nn.Module:
+    """PFLlib's server step (serverbase / serverscaffold ``aggregate_parameters``)."""
+    total = sum(int(fed.train.counts[i]) for i in chosen)
+    if scaffold is not None:
+        stub = types.SimpleNamespace(global_model=scaffold[0], global_c=scaffold[1],
+                                     uploaded_ids=list(chosen), clients=peers,
+                                     num_join_clients=len(chosen), server_learning_rate=1.0,
+                                     num_clients=fed.num_clients)
+        mods["SCAFFOLDServer"].aggregate_parameters(stub)
+        return stub
+    weights = [int(fed.train.counts[i]) / total for i in chosen]
+    stub = types.SimpleNamespace(uploaded_models=[peers[i].model for i in chosen],
+                                 uploaded_weights=weights)
+    stub.add_parameters = types.MethodType(mods["Server"].add_parameters, stub)
+    mods["Server"].aggregate_parameters(stub)
+    return stub.global_model
+
+
+def compare(name: str, mods, rounds: int) -> list[float]:
+    fed = federation()
+    bn = name == "fedbn"
+    model = BatchNormMLP(DIM, CLASSES, hidden=(HIDDEN,)) if bn else DNN(DIM, CLASSES, hidden=HIDDEN)
+    common = dict(lr=LR, local_rounds=STEPS, batch_size=BATCH, clients_per_round=fed.num_clients)
+    extra_ours = {"fedprox": dict(mu=0.5), "fedbn": dict(aggregation="weighted"),
+                  "fedrod": dict(personal_lr=LR),
+                  "fedala": dict(ala_steps=2, ala_start_steps=2, ala_lr=1.0)}.get(name, {})
+    alg = get_algorithm(name)(**common, **extra_ours)
+    state = alg.init(fed, model, seed=0)
+    keys = list(model.init(1))
+    start = {"fedbn": lambda s: {**s.models["global"], **s.models["local_norm"]},
+             "fedrod": lambda s: {**s.models["body"], **s.models["generic_head"]},
+             "fedala": lambda s: s.models["global"]}.get(name, lambda s: s.models["global"])(state)
+    net = PeerNet(bn).double()
+    to_peer(net, start)
+    extra_peer = {"fedprox": dict(mu=0.5), "fedala": dict(eta=1.0, rand_percent=100,
+                                                            layer_idx=2)}.get(name, {})
+    if name == "fedala":      # the peer's ALA reads the client's data at set-up; fed per round
+        mods["ala_module"].read_client_data = lambda *a, **k: []
+    peers = {i: make_peer(mods[name], fed, i, copy.deepcopy(net), extra_peer)
+             for i in range(fed.num_clients)}
+    for p in peers.values():
+        if name == "fedrod":
+            p.head.double()
+            for t in p.head.parameters():
+                t.data.zero_()
+        if name == "fedala":
+            p.ALA.start_phase = False
+    global_net, global_c = copy.deepcopy(net), [torch.zeros_like(t) for t in net.parameters()]
+    out = []
     for t in range(rounds):
         phase = alg.first_phase(state, fed, model)
-        view = engine_view(alg, state, fed, phase)
-        _, upload = alg.client_update(phase, model, view)
-        peer_uploads, peer_server = peer_round(pfllib, hyper, state, view, fed, rounds_state)
-        client_diff = max(max_diff(upload[upload_key], i, peer_uploads[i]) for i in range(clients))
-        state = engine_round(alg, state, fed, model)
-        server_diff = max_diff(state.models["global"], 0, peer_server["global"])
-        out["rounds"].append({"round": t + 1, "client_update_max_abs_diff": client_diff,
-                              "round_max_abs_diff": server_diff})
-        print(f"{name} round {t + 1}: client update max |ours − PFLlib| = {client_diff:.2e}, "
-              f"server model after the round = {server_diff:.2e}")
-    print(f"{name}: departures: {departures}")
-    worst = max(max(r["client_update_max_abs_diff"], r["round_max_abs_diff"]) for r in out["rounds"])
-    print(f"{name}: max |ours − PFLlib| {worst:.2e} over {rounds} round(s)")
-    out["max_abs_diff"] = worst
+        chosen = phase.clients.tolist()
+        for i in chosen:
+            peers[i].feed = fed_loader(fed, i, phase.batches["sgd"])
+            if name == "scaffold":
+                peers[i].set_parameters(global_net, global_c)
+            elif name == "fedala":
+                xs, ys = zip(*fed_loader(fed, i, phase.batches["ala"]))
+                peers[i].ALA.train_data = list(zip(torch.cat(xs), torch.cat(ys)))
+                peers[i].local_initialization(global_net)
+            else:
+                peers[i].set_parameters(global_net)
+            peers[i].train()
+        if t == 0:
+            view = engine_view(alg, state, fed, phase)
+            _, upload = alg.client_update(phase, model, view)
+            if name == "fedrod":
+                mine = {**upload["body"], **upload["generic_head"]}
+            else:
+                mine = upload["model" if name == "scaffold" else "global"]
+            first = diff(mine, 0, from_peer(peers[chosen[0]].model, list(mine)))
+            print(f"{name}: one client update (client {chosen[0]}, round 0): max |ours − PFLlib| "
+                  f"{first:.3g}")
+            out.append(first)
+        state = alg.round(state, fed, model)
+        if name == "scaffold":
+            stub = aggregate(mods, peers, chosen, fed, scaffold=(global_net, global_c))
+            global_net, global_c = stub.global_model, stub.global_c
+        else:
+            global_net = aggregate(mods, peers, chosen, fed)
+        d = round_difference(name, state, global_net, peers, keys, global_c)
+        print(f"{name}: after round {t + 1}: max |ours − PFLlib| {d:.3g}")
+        out.append(d)
     return out
 
 
+def round_difference(name, state, global_net, peers, keys, global_c) -> float:
+    m = state.models
+    if name == "fedbn":
+        shared = list(m["global"])
+        d = diff(m["global"], 0, from_peer(global_net, shared))
+        return max(d, *(diff(m["local_norm"], i, from_peer(p.model, list(m["local_norm"])))
+                        for i, p in peers.items()))
+    if name == "fedrod":
+        d = diff({**m["body"], **m["generic_head"]}, 0, from_peer(global_net, keys))
+        heads = m["personal_head"]
+        return max(d, *(max(float((heads["fc2.weight"][i] - _ours(p.head.weight)).abs().max()),
+                            float((heads["fc2.bias"][i] - _ours(p.head.bias)).abs().max()))
+                        for i, p in peers.items()))
+    d = diff(m["global"], 0, from_peer(global_net, keys))
+    if name == "scaffold":
+        d = max(d, *(float((m["control"][k][0] - _ours(b)).abs().max())
+                     for k, b in zip(keys, global_c)))
+        for i, p in peers.items():
+            d = max(d, *(float((m["client_control"][k][i] - _ours(b)).abs().max())
+                         for k, b in zip(keys, p.client_c)))
+    if name == "fedala":
+        d = max(d, *(diff(m["local"], i, from_peer(p.model, keys)) for i, p in peers.items()))
+        d = max([d] + [float((m["ala_weights"][k][i] - _ours(w)).abs().max())
+                       for i, p in peers.items() for k, w in zip(["fc2.weight", "fc2.bias"],
+                                                                   p.ALA.weights or [])])
+    return d
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pfllib", type=Path, required=True, help="a local PFLlib checkout")
-    ap.add_argument("--algorithm", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", type=Path, help="write the differences here")
-    args = ap.parse_args(argv)
-    system = args.pfllib.expanduser().resolve() / "system"
-    if not (system / "flcore").is_dir():
-        ap.error(f"--pfllib {args.pfllib}: no system/flcore folder (not a PFLlib checkout)")
-    sys.path.insert(0, str(system))
-    torch.set_default_dtype(torch.float64)
-    results = [compare(a, args.pfllib, args.rounds, args.clients, args.seed) for a in args.algorithm]
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pfllib", type=Path, required=True, help="local PFLlib checkout (root)")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--algorithms", nargs="+", default=["fedprox", "scaffold", "fedbn", "fedrod",
+                                                       "fedala"])
+    args = p.parse_args(argv)
+    if not (args.pfllib / "system" / "flcore").is_dir():
+        print(f"side_by_side_pfllib: error: {args.pfllib} is not a PFLlib checkout "
+              "(no system/flcore)", file=sys.stderr)
+        return 2
+    mods = peer_modules(args.pfllib)
+    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, float64, "
+          f"N = 4 clients (all taking part), R = {STEPS}, |D| = {BATCH}, η = {LR}")
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)     # the peer's own tensors (zeros_like etc.)
+    try:
+        worst = 0.0
+        for name in args.algorithms:
+            worst = max(worst, *compare(name, mods, args.rounds))
+    finally:
+        torch.set_default_dtype(before)
+    print(f"max difference: {worst:.3g}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

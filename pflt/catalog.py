@@ -157,10 +157,12 @@ def datasets() -> list[dict[str, str]]:
 def models() -> list[dict[str, str]]:
     """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
     from algorithms import models as m
+    from algorithms.models_norm import BatchNormMLP
 
     return [{"name": "mlr", "description": first_line(m.MLR.__doc__)},
             {"name": "dnn", "description": first_line(m.DNN.__doc__)},
             {"name": "mlp", "description": first_line(m.MLP.__doc__)},
+            {"name": "mlp-bn", "description": first_line(BatchNormMLP.__doc__)},
             {"name": "cnn", "description": first_line(m.CNN.__doc__)},
             {"name": "custom", "description": "any single-client torch.nn.Module via "
                                               "algorithms.functional.FunctionalModel (Python API)"}]

@@ -15,10 +15,12 @@ Real data are partitioned over ``num_clients`` clients by ``partition``:
 ``label-skew`` (``classes_per_client`` labels each, assigned ``class_assignment`` =
 ``cyclic`` (default: labels ``(i + j) mod C`` as pFedMe's MNIST generator, which spreads the
 clients evenly over the classes) or ``random``; sizes uniform in ``size_range``; samples drawn
-without replacement unless ``replace``), ``dirichlet`` (concentration ``dirichlet_alpha``) or
-``iid``; then each client is split ``train_fraction`` / rest.  Without ``size_range`` the
-label-skew sizes are chosen to fit the pool (:func:`default_size_range`), so every dataset
-works for every N it can feed.
+without replacement unless ``replace``), ``dirichlet`` (concentration ``dirichlet_alpha``),
+``iid``, or ``feature-shift`` (IID, every client's images through its own rotation, contrast
+and noise, at most ``shift_rotation`` degrees, factor ``shift_contrast``, std
+``shift_noise``: :mod:`synthetic.feature_shift`, FedBN's setting); then each client is split
+``train_fraction`` / rest.  Without ``size_range`` the label-skew sizes are chosen to fit
+the pool (:func:`default_size_range`), so every dataset works for every N it can feed.
 
 ``seed`` is the *data* seed (the CLI's ``--data-seed``, fixed at 0 by default so that
 training seeds vary the training and not the dataset, as in the papers' experiments).
@@ -34,6 +36,7 @@ from synthetic.federation import Federation
 FILE_DATASETS = {"mnist": "mnist", "fmnist": "fashion_mnist", "emnist": "emnist",
                  "cifar10": "cifar10", "cifar100": "cifar100"}
 EMBEDDED = {"digits": "digits", "mnist5k": "mnist_5k"}
+PARTITIONS = ("label-skew", "dirichlet", "iid", "feature-shift")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,9 @@ class DataSpec:
     replace: bool = False
     size_range: tuple[int, int] | None = None
     dirichlet_alpha: float = 0.5
+    shift_rotation: float = 45.0
+    shift_contrast: float = 2.0
+    shift_noise: float = 0.1
     train_fraction: float = 0.75
     max_client_size: int | str | None = None   # an int, None/"none", or "auto"
     seed: int = 0
@@ -67,9 +73,9 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
                                   max_client_size=cap, device=device, dtype=dtype)
     from synthetic import datasets, partition
 
-    if spec.partition not in ("label-skew", "dirichlet", "iid"):
-        raise ValueError(f"unknown partition {spec.partition!r}; choose label-skew, "
-                         "dirichlet or iid")
+    if spec.partition not in PARTITIONS:
+        raise ValueError(f"unknown partition {spec.partition!r}; choose "
+                         f"{', '.join(PARTITIONS[:-1])} or {PARTITIONS[-1]}")
     if name in EMBEDDED:
         if root:
             raise ValueError(f"dataset {name!r} is embedded; it takes no directory")
@@ -89,6 +95,11 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
             x, y, num_clients=spec.num_clients, classes_per_client=spec.classes_per_client,
             size_range=lo_hi, seed=spec.seed, replace=spec.replace,
             class_assignment=spec.class_assignment)
+    elif spec.partition == "feature-shift":
+        from synthetic.feature_shift import feature_shift_partition
+        part, _ = feature_shift_partition(x, y, num_clients=spec.num_clients, seed=spec.seed,
+                                          rotation=spec.shift_rotation,
+                                          contrast=spec.shift_contrast, noise=spec.shift_noise)
     elif spec.partition == "dirichlet":
         part = partition.dirichlet_partition(x, y, num_clients=spec.num_clients,
                                              alpha=spec.dirichlet_alpha, seed=spec.seed)

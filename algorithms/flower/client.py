@@ -36,7 +36,7 @@ from flwr.clientapp import ClientApp
 
 from algorithms.base import State
 from algorithms.contract import ClientView, Phase
-from algorithms.evaluation import evaluate
+from algorithms.evaluation import evaluate, model_for
 from algorithms.flower.records import Settings, pack, tensors_from, unpack
 from synthetic.federation import Federation
 
@@ -154,7 +154,7 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1,
         n = int(fed.test.counts[0])
         metrics: dict = {"num-examples": n}
         for name, params in alg.evaluated(state).items():
-            acc, loss = evaluate(model, params, fed.test)
+            acc, loss = evaluate(model_for(alg, model), params, fed.test)
             metrics[f"{name}_correct"] = float(acc[0]) * n
             metrics[f"{name}_accuracy"] = float(acc[0])
             metrics[f"{name}_loss_sum"] = float(loss[0]) * n

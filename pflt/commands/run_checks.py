@@ -64,6 +64,12 @@ def check_options(values: dict[str, Any]) -> None:
     _float("synthetic-beta", values["synthetic_beta"], 0.0)
     _float("dirichlet-alpha", values["dirichlet_alpha"])
     _float("train-fraction", values["train_fraction"])
+    _float("shift-rotation", values.get("shift_rotation", 0.0), 0.0)
+    if values.get("shift_rotation", 0.0) > 180:
+        raise UserError("--shift-rotation must be <= 180 degrees, got "
+                        f"{values['shift_rotation']!r}")
+    _float("shift-contrast", values.get("shift_contrast", 1.0), 1.0)
+    _float("shift-noise", values.get("shift_noise", 0.0), 0.0)
     check_threads(values.get("threads"))
     values["device"] = check_device(values.get("device"))
 
@@ -108,6 +114,10 @@ def _params_per_client(model: str, dim: int, classes: int, hidden: Any) -> int:
     elif model == "mlp":
         widths = [dim, *((hidden,) if isinstance(hidden, int) else tuple(hidden or (64, 32, 16))),
                   classes]
+    elif model == "mlp-bn":   # + 4 BatchNorm entries per hidden unit
+        hid = (hidden,) if isinstance(hidden, int) else tuple(hidden or (32,))
+        widths = [dim, *hid, classes]
+        return sum(a * b + b for a, b in zip(widths, widths[1:])) + 4 * sum(hid)
     else:  # cnn: two 5×5 convolutions (≤ 64 channels) and two dense layers of width hidden
         h = int(hidden or 64)
         return 25 * 64 * 64 + dim * h + h * classes + 2 * 64 * 64 * 25

@@ -24,7 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-MODELS = ["mlr", "dnn", "mlp", "cnn"]
+MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn"]
 #: ``--rounds`` of an algorithm without a schedule of its own (:func:`default_rounds`)
 DEFAULT_ROUNDS = 50
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
@@ -89,7 +89,8 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
     g.add_argument("--model", default=None, choices=MODELS,
                    help="model (default mlr, or mlp for an algorithm that needs layers); "
-                        "mlp = deep ReLU net for layer-wise methods")
+                        "mlp = deep ReLU net for layer-wise methods; mlp-bn = mlp with "
+                        "BatchNorm after every hidden layer (fedbn, fedavg, local)")
     g.add_argument("--hidden", type=_widths, default=None,
                    help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
                         "(default 64,32,16)")
@@ -121,8 +122,10 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--clients", type=int, default=100, help="number of clients N (default 100)")
     d.add_argument("--synthetic-alpha", type=float, default=0.5, help="Synthetic(α, β): α")
     d.add_argument("--synthetic-beta", type=float, default=0.5, help="Synthetic(α, β): β")
-    d.add_argument("--partition", default="label-skew", choices=["label-skew", "dirichlet", "iid"],
-                   help="partition of real data (default label-skew)")
+    d.add_argument("--partition", default="label-skew",
+                   choices=["label-skew", "dirichlet", "iid", "feature-shift"],
+                   help="partition of real data (default label-skew); feature-shift: IID, "
+                        "each client's images rotated, contrast-changed and noised its own way")
     d.add_argument("--classes-per-client", type=int, default=2, help="label-skew: labels per client")
     d.add_argument("--class-assignment", default="cyclic", choices=["cyclic", "random"],
                    help="label-skew: labels (i+j) mod C (default, spreads clients evenly) or "
@@ -132,6 +135,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
                    help="label-skew: client sizes uniform in [LO, HI]")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
+    d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
+                   help="feature-shift: client rotations uniform in [-DEG, DEG] (default 45; "
+                        "0 for non-image data)")
+    d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
+                   help="feature-shift: contrast factors log-uniform in [1/F, F] (default 2)")
+    d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
+                   help="feature-shift: noise std uniform in [0, S] pixel units (default 0.1)")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
@@ -329,6 +339,13 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     if values.get("model") is None:
         values["model"] = getattr(cls, "default_model", "mlr")
         values["model_chosen"] = values["model"] != "mlr"
+    if values["model"] == "mlp-bn" and not getattr(cls, "batchnorm_statistics", False):
+        from algorithms.base import registry
+        able = [n for n, c in registry().items() if getattr(c, "batchnorm_statistics", False)]
+        raise UserError(f"--model mlp-bn: {values['algorithm']} does not update BatchNorm "
+                        f"running statistics; algorithms that do: {', '.join(able)}")
+    if values["model"] == "mlp-bn" and values.get("l2"):
+        raise UserError("--l2 does not apply to --model mlp-bn")
     hidden = values.get("hidden")
     if hidden is not None and values["model"] == "mlr":
         raise UserError("--hidden does not apply to --model mlr (no hidden layer)")
@@ -404,6 +421,7 @@ def schedule_note(algorithm, model, rounds: int) -> str | None:
 #: data options that only some --data / --partition use (the others ignore them)
 LABEL_SKEW_ONLY = ("classes_per_client", "class_assignment", "replace", "size_range")
 SYNTHETIC_ONLY = ("synthetic_alpha", "synthetic_beta")
+FEATURE_SHIFT_ONLY = ("shift_rotation", "shift_contrast", "shift_noise")
 
 
 def check_data_options(values: dict[str, Any]) -> None:
@@ -413,11 +431,12 @@ def check_data_options(values: dict[str, Any]) -> None:
     drew without any partition."""
     defaults = {dest: action.default for dest, action in _actions().items()}
     if str(values["data"]) in ("synthetic", "synthetic-iid"):
-        unused = ("partition", *LABEL_SKEW_ONLY, "dirichlet_alpha")
+        unused = ("partition", *LABEL_SKEW_ONLY, "dirichlet_alpha", *FEATURE_SHIFT_ONLY)
         where = f"--data {values['data']} (they partition real data: digits, mnist5k, mnist:DIR …)"
     else:
         unused = SYNTHETIC_ONLY + (() if values["partition"] == "label-skew" else LABEL_SKEW_ONLY)
         unused += () if values["partition"] == "dirichlet" else ("dirichlet_alpha",)
+        unused += () if values["partition"] == "feature-shift" else FEATURE_SHIFT_ONLY
         where = f"--data {values['data']} --partition {values['partition']}"
     given = [k for k in unused if values.get(k) != defaults.get(k)
              and not (k == "size_range" and values.get(k) is None)]
@@ -441,6 +460,9 @@ def data_spec(options: dict[str, Any]):
                     class_assignment=options["class_assignment"], replace=options["replace"],
                     size_range=tuple(options["size_range"]) if options["size_range"] else None,
                     dirichlet_alpha=options["dirichlet_alpha"],
+                    shift_rotation=options.get("shift_rotation", DataSpec.shift_rotation),
+                    shift_contrast=options.get("shift_contrast", DataSpec.shift_contrast),
+                    shift_noise=options.get("shift_noise", DataSpec.shift_noise),
                     train_fraction=options["train_fraction"],
                     max_client_size=options["max_client_size"], seed=options["data_seed"])
 

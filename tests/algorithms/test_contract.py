@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from algorithms.base import State, hyperparameters, registry
-from algorithms.evaluation import evaluate
+from algorithms.evaluation import evaluate, model_for
 from algorithms.models import DNN
 # small common settings, the planted problem and ``build``: those of the contract battery
 # that users run on their own algorithms (algorithms/testing.py)
@@ -63,7 +63,7 @@ def test_learns_planted_problem(name, fed, model):
     best = 0.0
     for label, params in evaluated.items():
         assert isinstance(label, str) and label
-        acc, _ = evaluate(model, params, fed.test)
+        acc, _ = evaluate(model_for(alg, model), params, fed.test)
         best = max(best, float(acc.mean()))
     # chance is 1/3; a learning algorithm clears 0.7 on separated blobs within 15 rounds
     assert best >= 0.7, f"{name}: best evaluated accuracy {best:.3f}"
@@ -284,8 +284,9 @@ def _identical(a: State, b: State) -> bool:
         torch.equal(x, y) for x, y in zip(_tensors(a), _tensors(b)))
 
 
-TRAIN_PHASE_USERS = ["apfl", "ditto", "fedavg", "fedavg-ft", "fedbabu", "fedper", "fedrep",
-                     "fedsam", "ifca", "lgfedavg", "pfedhn", "plgu-ghn", "plgu-grep", "plgu-lf"]
+TRAIN_PHASE_USERS = ["apfl", "cfl", "ditto", "fedala", "fedavg", "fedavg-ft", "fedbabu", "fedbn",
+                     "fedem", "fedper", "fedprox", "fedrep", "fedrod", "fedsam", "ifca", "lgfedavg",
+                     "pfedhn", "plgu-ghn", "plgu-grep", "plgu-lf", "scaffold"]
 
 
 def test_the_train_phase_users_are_listed(fed, model, monkeypatch):

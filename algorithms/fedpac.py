@@ -24,7 +24,7 @@ initial head).
 
 Departures: the quadratic programs (one per participant, all batched) are solved by
 accelerated projected gradient on the simplex (FISTA, step ``1/(2λ_max(Q_i))``,
-at most :data:`QP_STEPS` iterations, stopping at a float64 fixed point; tested against exact active-set enumeration) instead of the
+at most :data:`QP_STEPS` iterations, stopping once the steps are at rounding level; tested against exact active-set enumeration) instead of the
 authors' CVXPY call; the authors then zero weights below 10⁻³ without renormalising, here
 the solution is kept as is; their eigenvalue clipping of a non-PSD ``Q`` is not needed
 (``Q`` is a Gram matrix plus a non-negative diagonal).  Local steps are one mini-batch each
@@ -49,9 +49,9 @@ from algorithms.features import (all_rows_phase_parts, body_keys, class_sums, cl
 from algorithms.fedproto import pooled_prototypes, prototype_penalty, regularised_sgd
 from pfl_theory.validation import nonnegative, positive, positive_int
 
-#: FISTA iterations of the collaboration QPs (linear convergence: Q is positive definite
-#: when every V_j > 0; measured max |α − exact| ≤ 1e-12 on the tests' federations)
-QP_STEPS = 2000
+#: most FISTA iterations of the collaboration QPs (it stops earlier once a step moves no
+#: weight by more than 64 ulp; measured against exact enumeration: ≤ 1e-14, S ≤ 8)
+QP_STEPS = 20000
 
 
 def project_simplex(v: torch.Tensor) -> torch.Tensor:
@@ -67,20 +67,26 @@ def project_simplex(v: torch.Tensor) -> torch.Tensor:
 
 def simplex_qp(q: torch.Tensor, steps: int = QP_STEPS) -> torch.Tensor:
     """``argmin_{α ∈ Δ} αᵀ q α`` for each ``q [B, S, S]`` (symmetric PSD): FISTA from the
-    uniform weights, step ``1/(2 λ_max)``."""
+    uniform weights, step ``1/(2 λ_max)``, with the gradient-based adaptive restart of
+    O'Donoghue & Candès (2015) per problem (linear convergence on ill-conditioned ``q``,
+    where plain FISTA stalled at 1e-6 after 2,000 steps)."""
     s = q.shape[-1]
     lmax = torch.linalg.eigvalsh(q)[..., -1].clamp(min=torch.finfo(q.dtype).tiny)
     step = (1.0 / (2 * lmax))[:, None]
     alpha = torch.full(q.shape[:-1], 1.0 / s, dtype=q.dtype, device=q.device)
-    y, t = alpha, 1.0
+    y = alpha
+    t = torch.ones(q.shape[0], 1, dtype=q.dtype, device=q.device)
+    tol = 64 * torch.finfo(q.dtype).eps         # 1.4e-14 in float64: rounding-level steps
     for i in range(steps):
         grad = 2 * torch.bmm(q, y.unsqueeze(-1)).squeeze(-1)
         new = project_simplex(y - step * grad)
-        t_next = (1 + (1 + 4 * t * t) ** 0.5) / 2
-        y = new + ((t - 1) / t_next) * (new - alpha)
-        done = i % 50 == 49 and bool((new - alpha).abs().max() <= 1e-16)
+        restart = ((y - new) * (new - alpha)).sum(-1, keepdim=True) > 0
+        t = torch.where(restart, torch.ones_like(t), t)
+        t_next = (1 + torch.sqrt(1 + 4 * t * t)) / 2
+        y = torch.where(restart, new, new + ((t - 1) / t_next) * (new - alpha))
+        done = i % 50 == 49 and bool((new - alpha).abs().max() <= tol)
         alpha, t = new, t_next
-        if done:                  # a fixed point in float64: further steps change nothing
+        if done:                  # steps at rounding level: converged
             break
     return alpha
 

@@ -1,4 +1,4 @@
-"""pFedFDA — C. Mclaughlin, L. Su, *Personalized Federated Learning via Feature Distribution
+"""pFedFDA — C. J. McLaughlin, L. Su, *Personalized Federated Learning via Feature Distribution
 Adaptation*, NeurIPS 2024 (arXiv 2411.00329); a baseline of PPFE (Tables 1–2).
 
 The network is a body φ (shared, FedAvg) and a *generative* linear head: class-conditional
@@ -108,7 +108,7 @@ def interpolate(beta: torch.Tensor, local_means, local_counts, local_cov, g_mean
 @register("pfedfda")
 @dataclass(frozen=True)
 class PFedFDA(Algorithm):
-    """pFedFDA (Mclaughlin, Su, NeurIPS 2024, arXiv 2411.00329), Algorithm 1: η = ``lr``
+    """pFedFDA (McLaughlin, Su, NeurIPS 2024, arXiv 2411.00329), Algorithm 1: η = ``lr``
     (body SGD), R = ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``, k =
     ``folds`` (cross-validation of β_i), the β grid size and the ridge ε are toolkit
     choices (module docstring)."""

@@ -18,8 +18,10 @@ datastore ``[M, D]`` (entries past the client's count masked), top-k, and a segm
 the kernel weights over the labels — no loop over clients.
 
 Evaluated: ``global`` = the FedAvg model; ``personalized`` = the interpolated predictor
-(:class:`KNNPredictor`: its logits are ``log p_i(y | x)``, floored at the smallest normal
-float so that ``λ = 1`` with no neighbour of the true class gives a large finite loss).
+(on the training split every row finds itself in its datastore at distance 0, so its
+recorded train loss is optimistic by construction; the test split is the measure)
+— :class:`KNNPredictor`: its logits are ``log p_i(y | x)``, floored at the smallest normal
+float so that ``λ = 1`` with no neighbour of the true class gives a large finite loss.
 
 Departures: the paper tunes ``λ`` and ``k`` per client on validation data; here both are
 hyper-parameters shared by all clients (defaults ``λ = 0.5``, ``k = 10``, the kernel scale

@@ -23,7 +23,9 @@ Per-client accuracy and mean cross-entropy are computed over each client's *whol
 * per-row loss and correctness are summed per block, then added to their client.
 
 No Python loop runs over clients; models given twice (the same tensors) are evaluated
-once.  Summaries of a per-client accuracy vector ``a[N]`` (with sample counts ``n[N]``):
+once.  A parameter dict that has a ``logits(model, rows, x)`` method (a ``dict`` subclass,
+e.g. :class:`algorithms.knnper.KNNPredictor`) computes its own logits from its rows of the
+blocks' clients (the MLR fusion is then skipped).  Summaries of a per-client accuracy vector ``a[N]`` (with sample counts ``n[N]``):
 
 * ``mean`` — ``(1/N) Σ a_i`` (each client counts once);
 * ``weighted`` — ``Σ n_i a_i / Σ n_i`` (= total correct / total samples, what the pFedMe
@@ -127,7 +129,7 @@ class _Stacked:
 
     def __init__(self, model, plan: list[Params], n: int):
         self.model, self.plan, self.k = model, plan, len(plan)
-        self.mlr = isinstance(model, MLR)
+        self.mlr = isinstance(model, MLR) and not any(hasattr(p, "logits") for p in plan)
         self.whole = None
         if self.mlr:
             w = plan[0]["fc.weight"]
@@ -151,7 +153,11 @@ class _Stacked:
                 if self.whole is not None else self._mlr(rows)
             out = torch.baddbmm(b, w, x.flatten(2).transpose(1, 2))
             return out.view(g, self.k, -1, x.shape[1])
-        outs = [self.model.forward({k: rows(v) for k, v in p.items()}, x) for p in self.plan]
+        # a parameter dict with a ``logits(model, rows, x)`` method predicts by itself
+        # (kNN-Per's interpolation of the model with a per-client datastore)
+        outs = [p.logits(self.model, {k: rows(v) for k, v in p.items()}, x)
+                if hasattr(p, "logits") else
+                self.model.forward({k: rows(v) for k, v in p.items()}, x) for p in self.plan]
         return torch.stack(outs, 1).permute(0, 1, 3, 2)
 
 

@@ -1,0 +1,283 @@
+"""pFedFDA (algorithms/pfedfda.py): an independent per-client oracle written from the paper
+(plain loops over clients, classes, folds and β values, float64, the engine's mini-batch
+indices), the mutation it catches, the body update's reduction to FedAvg with a frozen
+generative head, and the generative head against Gaussian log-densities."""
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import algorithms.pfedfda as pfedfda
+from algorithms.base import broadcast, weighted_mean
+from algorithms.decoupled import partial_sgd
+from algorithms.features import body_keys
+from algorithms.models import DNN
+from algorithms.pfedfda import PFedFDA, gaussian_head, log_priors
+
+C, HIDDEN = 4, 5
+# float64 sums of a few hundred terms in another order (batched vs per-client kernels,
+# Cholesky vs LU solves of well-conditioned (ridge ≥ 1) matrices): ≈ 1e-15 relative
+ATOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def model():
+    return DNN(6, C, hidden=HIDDEN)
+
+
+@pytest.fixture(scope="module")
+def shifted():
+    """6 clients sharing 4 class means, each shifted by its own offset (0 … large): the
+    cross-validated β then differs between clients (the permuted-label fixture gives β = 1
+    everywhere)."""
+    import numpy as np
+    from synthetic.federation import Federation
+
+    rng = np.random.RandomState(4)
+    means = 2.0 * rng.randn(C, 6)
+    xs, ys = [], []
+    for i, n in enumerate([9, 14, 20, 12, 16, 11]):
+        y = rng.randint(0, C, n)
+        xs.append(means[y] + 0.8 * i * rng.randn(1, 6) + rng.randn(n, 6))
+        ys.append(y)
+    return Federation.from_client_arrays(xs, ys, num_classes=C, seed=0, device="cpu",
+                                         dtype=torch.float64)
+
+
+def _alg(**kw):
+    return PFedFDA(**{"lr": 0.05, "local_rounds": 3, "batch_size": 5, "clients_per_round": 3,
+                      "folds": 2, "beta_grid": 5, **kw})
+
+
+# ---- the oracle: one client at a time, from the paper ----------------------------------
+
+def o_features(body, x):
+    return torch.relu(x @ body["fc1.weight"][0] + body["fc1.bias"][0])
+
+
+def o_stats(z, y):
+    counts = torch.tensor([float((y == c).sum()) for c in range(C)], dtype=z.dtype)
+    means = torch.stack([z[y == c].mean(0) if (y == c).any() else torch.zeros(z.shape[1],
+                         dtype=z.dtype) for c in range(C)])
+    cov = torch.zeros(z.shape[1], z.shape[1], dtype=z.dtype)
+    for s in range(len(y)):
+        d = z[s] - means[y[s]]
+        cov += torch.outer(d, d)
+    return counts, means, cov / max(len(y), 1)
+
+
+def o_log_prior(counts):
+    return torch.log((counts + 1) / (counts.sum() + C))
+
+
+def o_lda(means, cov, log_prior, eps):
+    w = torch.linalg.solve(cov + eps * torch.eye(cov.shape[0], dtype=cov.dtype), means.T)
+    b = torch.stack([-0.5 * means[c] @ w[:, c] for c in range(C)]) + log_prior
+    return w, b
+
+
+def o_interp(beta, means, counts, cov, gm, gc, flip=False):
+    if flip:                                        # the mutation: β and 1 − β swapped
+        beta = 1 - beta
+    mu = torch.stack([beta * means[c] + (1 - beta) * gm[c] if counts[c] > 0 else gm[c]
+                      for c in range(C)])
+    return mu, beta * cov + (1 - beta) * gc
+
+
+def o_adapt(alg, z, y, gm, gc, flip=False):
+    """β by k-fold CV over the grid (first minimum), then the personalized head."""
+    grid = [g / (alg.beta_grid - 1) for g in range(alg.beta_grid)] if alg.beta_grid > 1 else [0.0]
+    fold = torch.arange(len(y)) % alg.folds
+    best, best_loss = None, None
+    for beta in grid:
+        loss = 0.0
+        for f in range(alg.folds):
+            tr, te = fold != f, fold == f
+            counts, means, cov = o_stats(z[tr], y[tr])
+            mu, sigma = o_interp(torch.tensor(beta, dtype=z.dtype), means, counts, cov, gm, gc,
+                                 flip)
+            w, b = o_lda(mu, sigma, o_log_prior(counts), alg.ridge)
+            loss += float(F.cross_entropy(z[te] @ w + b, y[te], reduction="sum"))
+        if best_loss is None or loss < best_loss:
+            best, best_loss = beta, loss
+    beta = torch.tensor(best, dtype=z.dtype)
+    counts, means, cov = o_stats(z, y)
+    mu, sigma = o_interp(beta, means, counts, cov, gm, gc, flip)
+    w, b = o_lda(mu, sigma, o_log_prior(counts), alg.ridge)
+    return beta, (w, b), mu, sigma
+
+
+def o_data(fed, i):
+    o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
+    return fed.train.x[o:o + n], fed.train.y[o:o + n]
+
+
+def oracle(alg, fed, model, seed, rounds, flip=False):
+    """(body, heads, β, global means, global cov) after ``init`` and ``rounds`` rounds."""
+    w0 = model.init(1, seed=seed, dtype=torch.float64)
+    body = {k: w0[k] for k in body_keys(model)}
+    n = fed.num_clients
+    # init: every client's MLE statistics, pooled by the server
+    stats = [o_stats(o_features(body, o_data(fed, i)[0]), o_data(fed, i)[1]) for i in range(n)]
+    tot = sum(s[0] for s in stats)
+    gm = sum(s[0][:, None] * s[1] for s in stats) / tot.clamp(min=1)[:, None]
+    sizes = [float(fed.train.counts[i]) for i in range(n)]
+    gc = sum(sz * s[2] for sz, s in zip(sizes, stats)) / sum(sizes)
+    heads, betas = [None] * n, [None] * n
+    for i in range(n):
+        x, y = o_data(fed, i)
+        betas[i], heads[i], _, _ = o_adapt(alg, o_features(body, x), y, gm, gc, flip)
+    state = alg.init(fed, model, seed)
+    for t in range(rounds):
+        phase = alg.first_phase(state.replace(round=t), fed, model)   # the same draws
+        chosen = phase.clients.tolist()
+        batches = phase.batches["sgd"]
+        ups = []
+        for j, i in enumerate(chosen):
+            x, y = o_data(fed, i)
+            counts = torch.tensor([float((y == c).sum()) for c in range(C)], dtype=x.dtype)
+            wg, bg = o_lda(gm, gc, o_log_prior(counts), alg.ridge)     # the fixed head
+            mine = {k: v.clone() for k, v in body.items()}
+            for r in range(alg.local_rounds):
+                xb, yb = fed.train.x[batches[r, j]], fed.train.y[batches[r, j]]
+                leaves = {k: v.detach().requires_grad_(True) for k, v in mine.items()}
+                loss = F.cross_entropy(o_features(leaves, xb) @ wg + bg, yb)
+                grads = torch.autograd.grad(loss, list(leaves.values()))
+                mine = {k: v - alg.lr * g for (k, v), g in zip(mine.items(), grads)}
+            betas[i], heads[i], mu, sigma = o_adapt(alg, o_features(mine, x), y, gm, gc, flip)
+            ups.append((float(fed.train.counts[i]), mine, mu, sigma))
+        total = sum(u[0] for u in ups)
+        body = {k: sum(u[0] * u[1][k] for u in ups) / total for k in body}
+        gm = sum(u[0] * u[2] for u in ups) / total
+        gc = sum(u[0] * u[3] for u in ups) / total
+    return body, heads, betas, gm, gc
+
+
+def _engine(alg, fed, model, seed, rounds):
+    s = alg.init(fed, model, seed)
+    for _ in range(rounds):
+        s = alg.round(s, fed, model)
+    return s
+
+
+def _max_diff(state, ref) -> float:
+    body, heads, betas, gm, gc = ref
+    d = [float((state.models["body"][k] - v).abs().max()) for k, v in body.items()]
+    w = torch.stack([h[0] for h in heads])
+    b = torch.stack([h[1] for h in heads])
+    d += [float((state.models["head"]["fc2.weight"] - w).abs().max()),
+          float((state.models["head"]["fc2.bias"] - b).abs().max()),
+          float((state.tensors["beta"] - torch.stack(betas)).abs().max()),
+          float((state.models["stats"]["means"][0] - gm).abs().max()),
+          float((state.models["stats"]["cov"][0] - gc).abs().max())]
+    return max(d)
+
+
+@pytest.mark.parametrize("data", ["fed", "shifted"])
+def test_engine_equals_the_per_client_oracle(data, model, request):
+    fed = request.getfixturevalue(data)
+    alg = _alg()
+    state = _engine(alg, fed, model, seed=3, rounds=2)
+    ref = oracle(alg, fed, model, seed=3, rounds=2)
+    assert _max_diff(state, ref) <= ATOL
+    if data == "fed":
+        return
+    assert _max_diff(state, ref) <= ATOL
+    # the oracle picks non-trivial β (not all 0 or all 1), so the interpolation is exercised
+    betas = torch.stack(ref[2])
+    assert 0 < float(betas.mean()) < 1 and len(set(betas.tolist())) > 1
+
+
+def test_the_oracle_comparison_sees_swapped_interpolation(shifted, model, monkeypatch):
+    fed = shifted
+    # the mutation: μ̂ = (1 − β) μ_i + β μ^g in the engine only
+    alg = _alg()
+    ref = oracle(alg, fed, model, seed=3, rounds=1)
+    original = pfedfda.interpolate
+    monkeypatch.setattr(pfedfda, "interpolate",
+                        lambda beta, *a: original(1 - beta, *a))
+    assert _max_diff(_engine(alg, fed, model, seed=3, rounds=1), ref) > 1e-4
+    # ... and the oracle with the same mutation agrees with the mutated engine
+    assert _max_diff(_engine(alg, fed, model, seed=3, rounds=1),
+                     oracle(alg, fed, model, seed=3, rounds=1, flip=True)) <= ATOL
+
+
+def test_body_update_is_fedavg_with_the_generative_head_frozen(fed, model):
+    """Reduction (paper §4.1, global representation learning): with the head fixed to the
+    generative classifier of the global estimates, a round's body is FedAvg's — local SGD
+    of the model (its own forward and gradient) on the body keys only, sample-weighted
+    mean."""
+    alg = _alg(clients_per_round=fed.num_clients)
+    state = alg.init(fed, model, seed=1)
+    phase = alg.first_phase(state, fed, model)
+    x, y = fed.train.gather(phase.batches["sgd"])
+    stats = state.models["stats"]
+    yr = fed.train.gather(phase.batches["rows"])[1][0]
+    mask = torch.arange(yr.shape[1])[None, :] < fed.train.counts[:, None]
+    counts = (F.one_hot(yr, C) * mask[..., None]).sum(1).double()
+    w, b = gaussian_head(stats["means"], stats["cov"], log_priors(counts), alg.ridge)
+    params = {**broadcast(state.models["body"], fed.num_clients),
+              "fc2.weight": w.expand(fed.num_clients, -1, -1), "fc2.bias": b}
+    local = partial_sgd(model, params, body_keys(model), x, y, alg.lr)
+    want = weighted_mean({k: local[k] for k in body_keys(model)}, fed.train.counts)
+    got = alg.round(state, fed, model).models["body"]
+    for k in want:
+        # the model's baddbmm layers vs the feature path's matmul: float64 rounding only
+        torch.testing.assert_close(got[k], want[k], rtol=0, atol=1e-12)
+
+
+def test_gaussian_head_is_the_bayes_classifier_of_the_gaussians():
+    """logit_c(z) − log N(z; μ_c, Σ + εI) − log π_c is the same for every class (the
+    class-independent −½ zᵀΣ⁻¹z and normaliser): softmax of the head = Bayes posterior."""
+    g = torch.Generator().manual_seed(0)
+    d = 5
+    means = torch.randn(C, d, generator=g, dtype=torch.float64)
+    a = torch.randn(d, d, generator=g, dtype=torch.float64)
+    cov = a @ a.T / d
+    logp = torch.log_softmax(torch.randn(C, generator=g, dtype=torch.float64), 0)
+    z = torch.randn(7, d, generator=g, dtype=torch.float64)
+    w, b = gaussian_head(means, cov, logp, 0.5)
+    dist = torch.distributions.MultivariateNormal(means, cov + 0.5 * torch.eye(d, dtype=torch.float64))
+    joint = dist.log_prob(z[:, None, :]) + logp               # [7, C]
+    torch.testing.assert_close(torch.log_softmax(z @ w + b, 1), torch.log_softmax(joint, 1),
+                               rtol=0, atol=1e-12)
+    wrong = z @ w + (b + 0.5 * (means * w.T).sum(1))           # without the −½ μᵀΣ⁻¹μ term
+    assert (torch.log_softmax(wrong, 1) - torch.log_softmax(joint, 1)).abs().max() > 1e-3
+
+
+def test_one_grid_point_keeps_the_global_distribution(fed, model):
+    """β grid of one point (β = 0): every personalized head is the global estimates' head
+    with the client's own priors (no local feature statistics enter)."""
+    alg = _alg(beta_grid=1)
+    s = alg.init(fed, model, seed=0)
+    assert float(s.tensors["beta"].abs().max()) == 0.0
+    ref = oracle(alg, fed, model, seed=0, rounds=0)
+    assert _max_diff(s, ref) <= ATOL
+    heads = torch.stack([h[0] for h in ref[1]])                 # W = (Σ^g + εI)⁻¹ μ^gᵀ
+    torch.testing.assert_close(heads, heads[:1].expand_as(heads), rtol=0, atol=1e-12)
+
+
+def test_mlr_is_federated_lda_without_sgd(fed):
+    """With MLR the body is empty (z = x): rounds only re-estimate the statistics."""
+    from algorithms.models import MLR
+    mlr = MLR(6, C)
+    alg = _alg()
+    s = alg.round(alg.init(fed, mlr, seed=0), fed, mlr)
+    assert s.models["body"] == {} and set(s.models["head"]) == {"fc.weight", "fc.bias"}
+    assert torch.isfinite(alg.evaluated(s)["personalized"]["fc.weight"]).all()
+
+
+def test_rejects_a_model_without_known_features(fed):
+    from algorithms.functional import FunctionalModel
+    net = FunctionalModel(torch.nn.Sequential(torch.nn.Linear(6, 4)))
+    with pytest.raises(ValueError, match="linear last layer"):
+        _alg().init(fed, net, seed=0)
+
+
+def test_hyperparameters_are_checked():
+    for bad in ({"folds": 0}, {"beta_grid": 0}, {"ridge": 0.0}):
+        with pytest.raises(ValueError):
+            _alg(**bad)
+    assert dataclasses.fields(PFedFDA)

@@ -180,7 +180,8 @@ def evaluate_models(model, models: dict[str, Params], split, *, block: int | Non
         unique.setdefault(alias[name], p)
     plan = list(unique.values())
     column = {k: j for j, k in enumerate(unique)}
-    if block is None and all(next(iter(p.values())).shape[0] == 1 for p in plan):
+    if block is None and all(next(iter(p.values())).shape[0] == 1 and not hasattr(p, "logits")
+                             for p in plan):
         per = _evaluate_shared(model, plan, split, accuracy)
         return {name: (per[0, :, column[alias[name]]] if accuracy else None,
                        per[1, :, column[alias[name]]]) for name in models}

@@ -1,0 +1,232 @@
+"""The leaderboard: every registered algorithm at its paper defaults on four settings, over
+seeds, through the toolkit's own sweep (``pflt sweep``) and reader (``pflt compare``'s
+:mod:`pflt.aggregate`), reported per model **at the last and at the best evaluated round**
+separately, with seconds per round.
+
+Settings (one ``pflt sweep`` each, in ``OUT/<setting>/``; resumable: a finished point is not
+run again):
+
+* ``synthetic`` — Synthetic(0.5, 0.5) (FedProx's generator), the pFedMe paper's data;
+* ``digits-label-skew`` — scikit-learn's digits (embedded), 2 classes per client;
+* ``mnist5k-dirichlet`` — the embedded MNIST 5k subset, Dirichlet(0.5) labels;
+* ``feature-shift`` — digits, IID labels, every client's images rotated / contrast-changed /
+  noised (FedBN's setting, ``--partition feature-shift``).
+
+Every algorithm runs with its paper defaults (``pflt list algorithms``) and the same model
+(``--model dnn``, FedBN ``mlp-bn``: its batch-normalised twin; algorithms that need layers
+get them from ``dnn``), ``N ≥ 10`` clients, each algorithm's default ``S`` (10) per round, ``T`` rounds, evaluation
+every ``T/10`` rounds; nothing is tuned per dataset.  For each (setting, algorithm): the
+headline model (the one its paper reports, :func:`pflt.aggregate.headline_model`) and every
+model it evaluates under its own name, mean ± sd over seeds of the last-round and of the
+best-round test accuracy (the best round is chosen on the test split, as the papers' tables
+do: an optimistic figure, reported beside the last one, never instead of it), seconds per
+round (wall time of the run / T, evaluation included), and whether the headline does better
+than Local on that setting (mean last-round accuracy above Local's by more than the two
+standard errors combined; ``no better than Local`` otherwise).
+
+Writes ``OUT/leaderboard.csv`` (numeric), ``OUT/leaderboard.md`` (the tables of
+docs/benchmark.md) and ``OUT/leaderboard.png`` (per setting, the headline accuracies ranked,
+with ± sd error bars, last and best).
+
+Usage: ``python benchmarks/leaderboard.py --out runs/leaderboard [--clients 20] [--rounds 50]
+[--seeds 3] [--settings synthetic ...] [--algorithms fedavg pfedme ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SETTINGS = {
+    "synthetic": {"data": "synthetic"},
+    "digits-label-skew": {"data": "digits", "partition": "label-skew"},
+    "mnist5k-dirichlet": {"data": "mnist5k", "partition": "dirichlet", "dirichlet_alpha": 0.5},
+    "feature-shift": {"data": "digits", "partition": "feature-shift"},
+}
+#: algorithms whose paper setting needs another model than the common one
+MODEL_OF = {"fedbn": "mlp-bn"}
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+def sweep_file(setting: str, algorithms: list[str], seeds: int, clients: int, rounds: int) -> str:
+    base = {"model": "dnn", "clients": clients, "rounds": rounds,
+            "eval_every": max(1, rounds // 10), **SETTINGS[setting]}
+    lines = [f"# leaderboard setting {setting} (benchmarks/leaderboard.py)"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in base.items()]
+    lines += ["", "[sweep]", f"algorithm = {_toml_value(algorithms)}",
+              f"seed = {_toml_value(list(range(seeds)))}"]
+    for name in algorithms:
+        if name in MODEL_OF:
+            lines += ["", f"[algorithms.{name}]", f'model = "{MODEL_OF[name]}"']
+    return "\n".join(lines) + "\n"
+
+
+def seconds_per_round(run) -> float | None:
+    walls = [e.get("wall_seconds") for e in run.entries if isinstance(e.get("wall_seconds"),
+                                                                      (int, float))]
+    rounds = run.entries[-1].get("round") if run.entries else None
+    return walls[-1] / rounds if walls and rounds else None
+
+
+def summarise(setting: str, sweep_dir: Path) -> list[dict]:
+    """One row per (algorithm, model): last/best mean ± sd, n, s/round, headline flag."""
+    from pflt.aggregate import expand_run_dirs, group_runs, load_run, mean_sd, models_of
+
+    if not (sweep_dir / "sweep.jsonl").is_file():
+        return []
+    runs = [load_run(p) for p in expand_run_dirs([sweep_dir])]
+    rows = []
+    for g in group_runs(runs):
+        done = [r for r in g.runs if r.finished]
+        spr = mean_sd(seconds_per_round(r) for r in done)[0]
+        headline = g.headline()
+        for model in models_of(g.runs):
+            metric = f"{model}_accuracy"
+            last, best = g.stats(metric, "last"), g.stats(metric, "best")
+            rows.append({"setting": setting, "algorithm": g.algorithm, "model": model,
+                         "headline": model == headline,
+                         "last_mean": last[0], "last_sd": last[1], "n": last[2],
+                         "best_mean": best[0], "best_sd": best[1],
+                         "seconds_per_round": spr, "unfinished": len(g.runs) - len(done)})
+    local = next((r for r in rows if r["algorithm"] == "local" and r["headline"]), None)
+    for r in rows:
+        r["beats_local"] = None if local is None or r["algorithm"] == "local" else \
+            _beats(r, local)
+    return rows
+
+
+def _beats(r: dict, local: dict) -> bool | None:
+    if not (r["n"] and local["n"]) or not math.isfinite(r["last_mean"]):
+        return None
+    se = math.sqrt(sum((x["last_sd"] if math.isfinite(x["last_sd"]) else 0.0) ** 2 / x["n"]
+                       for x in (r, local)))
+    return r["last_mean"] > local["last_mean"] + 2 * se
+
+
+def _pm(mean: float, sd: float, n: int) -> str:
+    if not n or not math.isfinite(mean):
+        return "–"
+    return f"{mean:.4f} ± {sd:.4f}" if n > 1 and math.isfinite(sd) else f"{mean:.4f}"
+
+
+def markdown(rows: list[dict], conditions: str) -> str:
+    out = [f"_{conditions}_", ""]
+    for setting in dict.fromkeys(r["setting"] for r in rows):
+        part = sorted((r for r in rows if r["setting"] == setting),
+                      key=lambda r: (not r["headline"], -(r["last_mean"] if
+                                                          math.isfinite(r["last_mean"]) else -1)))
+        out += [f"### {setting}", "",
+                "| rank | algorithm | model | last round | best round | s/round | vs Local |",
+                "|---|---|---|---|---|---|---|"]
+        rank = 0
+        for r in part:
+            if r["headline"]:
+                rank += 1
+            vs = {True: "better", False: "no better than Local", None: "—"}[r["beats_local"]]
+            spr = f"{r['seconds_per_round']:.3f}" if r["seconds_per_round"] is not None and \
+                math.isfinite(r["seconds_per_round"]) else "–"
+            out.append(f"| {rank if r['headline'] else ''} | {r['algorithm']} | {r['model']}"
+                       f"{' (headline)' if r['headline'] else ''} | "
+                       f"{_pm(r['last_mean'], r['last_sd'], r['n'])} | "
+                       f"{_pm(r['best_mean'], r['best_sd'], r['n'])} | {spr} | "
+                       f"{vs if r['headline'] else ''} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def figure(rows: list[dict], path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = list(dict.fromkeys(r["setting"] for r in rows))
+    fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 0.28 *
+                             max(8, sum(r["headline"] for r in rows) / len(settings)) + 1.5),
+                             squeeze=False)
+    for ax, setting in zip(axes[0], settings):
+        head = sorted((r for r in rows if r["setting"] == setting and r["headline"]
+                       and math.isfinite(r["last_mean"])), key=lambda r: r["last_mean"])
+        ys = range(len(head))
+        for off, at, color in ((-0.18, "last", "tab:blue"), (0.18, "best", "tab:orange")):
+            ax.errorbar([r[f"{at}_mean"] for r in head], [y + off for y in ys],
+                        xerr=[r[f"{at}_sd"] if math.isfinite(r[f"{at}_sd"]) else 0 for r in head],
+                        fmt="o", ms=3, color=color, capsize=2, label=f"{at} round")
+        ax.set_yticks(list(ys), [f"{r['algorithm']} ({r['model']})" for r in head], fontsize=7)
+        ax.set_xlabel("test accuracy (headline model)")
+        ax.set_title(setting)
+        ax.grid(axis="x", alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    from algorithms.base import registry
+    from pflt.cli import main as pflt
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("runs/leaderboard"))
+    ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument("--algorithms", nargs="+", default=None,
+                    help="default: every registered algorithm")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=50)
+    ap.add_argument("--progress", action="store_true", help="per-run progress bars")
+    args = ap.parse_args(argv)
+    algorithms = args.algorithms or list(registry())
+    unknown = sorted(set(algorithms) - set(registry()))
+    if unknown:
+        ap.error(f"unknown algorithm(s) {', '.join(unknown)}")
+    if args.clients < 10:
+        ap.error("--clients must be >= 10 (the algorithms' default clients per round)")
+    if "local" not in algorithms:
+        algorithms = ["local", *algorithms]          # the reference every row is judged by
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for setting in args.settings:
+        cfg = args.out / f"{setting}.toml"
+        cfg.write_text(sweep_file(setting, algorithms, args.seeds, args.clients, args.rounds))
+        argv_sweep = ["sweep", str(cfg), "--out", str(args.out / setting)]
+        if not args.progress:
+            argv_sweep.append("--no-progress")
+        code = pflt(argv_sweep)
+        if code != 0:
+            print(f"leaderboard: the {setting} sweep ended with exit code {code}; its finished "
+                  "points are reported", file=sys.stderr)
+        rows += summarise(setting, args.out / setting)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    conditions = (f"{stamp}; N = {args.clients} clients, T = {args.rounds} rounds, "
+                  f"{args.seeds} seed(s), --model dnn (FedBN mlp-bn), paper defaults; "
+                  f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}")
+    with open(args.out / "leaderboard.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["setting"])
+        writer.writeheader()
+        writer.writerows(rows)
+    text = markdown(rows, conditions)
+    (args.out / "leaderboard.md").write_text(text)
+    figure(rows, args.out / "leaderboard.png")
+    print(text)
+    print(f"wrote {args.out / 'leaderboard.csv'}, leaderboard.md, leaderboard.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

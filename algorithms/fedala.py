@@ -87,8 +87,8 @@ class FedALA(Algorithm):
                        symbol="η_W")
     ala_layers: int = hp(1, "number p of higher layers aggregated element-wise",
                          check=positive_int, symbol="p")
-    ala_steps: int = hp(10, "ALA mini-batch steps per round (paper: one epoch on s = 80% of "
-                        "the data)", check=nonnegative_int, symbol="—")
+    ala_steps: int = hp(10, "ALA mini-batch steps per round (paper: one epoch on s = 80 "
+                        "percent of the data)", check=nonnegative_int, symbol="—")
     ala_start_steps: int = hp(50, "ALA steps in a client's first ALA (paper: until the loss "
                               "settles)", check=nonnegative_int, symbol="—")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",

@@ -25,6 +25,9 @@ A cluster that never splits is FedAvg (McMahan et al., AISTATS 2017) bit for bit
 ε1 = 0, or ``split_after`` beyond the run).  Clients of a split cluster that were not sampled
 in that round stay with the first part (they have no update to compare).
 
+Equation numbers (28–29) are those of the arXiv version as we recall them; this repository
+holds no copy of the paper to check them against (the criteria themselves are stated above).
+
 Departures: the authors' code cuts with complete linkage (the paper's Algorithm 1 is the
 single-linkage optimum used here) and averages updates uniformly (the paper's eq. uses the
 n_i weights, used here); the paper's defaults ε1 = 0.4, ε2 = 1.6 and the code's warm-up of

@@ -15,6 +15,10 @@ aggregation weights W_i ∈ [0, 1] (initially 1).  Round ``t`` (``S`` clients sa
    Θ_i;
 3. server: ``Θ ← Σ n_i Θ_i / Σ n_i`` (FedAvg).
 
+(Equation numbers 4–5 as we recall the arXiv version; no copy of the paper here to check
+them against — the updates are written out above and match the authors' ALA module: see
+benchmarks/side_by_side_pfllib.py.)
+
 The mix is computed as ``Θ̂ = Θ − (Θ − Θ_i) ⊙ (1 − W)`` (the same value in exact
 arithmetic), so with W = 1 it *is* Θ: with no ALA step (``ala_steps = ala_start_steps = 0``)
 FedALA is FedAvg (McMahan et al., AISTATS 2017) bit for bit (tested).  A client whose local
@@ -87,8 +91,8 @@ class FedALA(Algorithm):
                        symbol="η_W")
     ala_layers: int = hp(1, "number p of higher layers aggregated element-wise",
                          check=positive_int, symbol="p")
-    ala_steps: int = hp(10, "ALA mini-batch steps per round (paper: one epoch on s = 80% of "
-                        "the data)", check=nonnegative_int, symbol="—")
+    ala_steps: int = hp(10, "ALA mini-batch steps per round (paper: one epoch on s = 80 "
+                        "percent of the data)", check=nonnegative_int, symbol="—")
     ala_start_steps: int = hp(50, "ALA steps in a client's first ALA (paper: until the loss "
                               "settles)", check=nonnegative_int, symbol="—")
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",

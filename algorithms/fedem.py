@@ -13,6 +13,9 @@ component models Θ_m, client i its mixture weights π_i ∈ Δ^M (initially uni
   (the weights of the batch's samples are those of the E-step); uploads the M models;
 * server: ``Θ_m = Σ_i n_i θ_{m,i} / Σ_i n_i``.
 
+(Equation numbers 5–7 as we recall the arXiv version; no copy of the paper here to check
+them against — the updates themselves are written out above.)
+
 Client i predicts with its mixture ``p(y|x) = Σ_m π_im softmax(h_{Θ_m}(x))_y``
 (:class:`Mixture`, evaluated as ``personalized``; its "logits" are the log-probabilities of
 the mixture, so the reported loss is the mixture's cross-entropy).

@@ -21,6 +21,9 @@ linear heads ``z_G + z_P`` is the network with head ``ψ_G + ψ_P,i``, which is 
 personalized model is evaluated and how ∇_{ψ_P} is computed (chain rule: the head gradient
 of that network).
 
+(Equation numbers 6–7 as we recall the arXiv version; no copy of the paper here to check
+them against — the two losses are written out above.)
+
 Implementation: ``log π_i`` enters as ``log n_{i,c} − max_c log n_{i,c}`` (a per-client
 constant shift, which softmax ignores) so that a client with balanced labels adds an exact
 zero: then the generic model's steps are FedAvg's with cross-entropy bit for bit (tested;

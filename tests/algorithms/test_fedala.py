@@ -137,3 +137,17 @@ def test_dropping_the_clipping_is_caught(fed, model):
     s = alg.round(alg.init(fed, model, seed=SEED), fed, model)
     wrong = oracle_round(alg, s, fed, model, clip=False)
     assert _max_diff(alg.round(s, fed, model), wrong) > 1e-6
+
+
+def test_every_help_text_renders_in_the_cli(capsys):
+    """argparse formats help with %: a bare % in a hyper-parameter's help (FedALA's "80%")
+    broke ``pflt flower-sim --help``, which lists every algorithm's options."""
+    from pflt.cli import main
+
+    for command in (["flower-sim", "--help"], ["run", "--algorithm", "fedala", "--help"]):
+        try:
+            code = main(command)
+        except SystemExit as stop:       # argparse's own --help exits
+            code = stop.code
+        assert code == 0
+        assert "--ala-steps" in capsys.readouterr().out

@@ -462,7 +462,7 @@ def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eva
                     device: str = "cpu", timeout: float = 3600.0, wait_seconds: float = 120.0,
                     on_result: Callable[[FlowerResult], None] | None = None,
                     state: State | None = None, checkpoint: str | Path | None = None,
-                    checkpoint_every: int | None = None,
+                    checkpoint_every: int | None = None, poll: float = 0.05,
                     abort: threading.Event | None = None) -> ServerApp:
     """A ``ServerApp`` running ``settings.algorithm`` until round ``rounds``; ``on_result``
     receives the :class:`FlowerResult` (the app itself returns nothing to Flower).
@@ -478,7 +478,7 @@ def make_server_app(settings: Settings | Sequence[Settings], *, rounds: int, eva
         for result in run_server(grid, runs, rounds=rounds, eval_every=eval_every, device=device,
                                  timeout=timeout, wait_seconds=wait_seconds, state=state,
                                  checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                                 abort=abort):
+                                 poll=poll, abort=abort):
             if on_result is not None:
                 on_result(result)
 

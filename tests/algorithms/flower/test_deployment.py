@@ -10,8 +10,8 @@ processes (:class:`algorithms.flower.localhost.LocalDeployment`, SuperNodes of
   its rows are NaN, client 2 rejoins (recorded) and has rows again; ``flwr run`` exits 0
   (it always does) and ``pflt flower-outcome`` exits 1.
 
-Time: ~60 s on an idle 2-core machine (start-up ~8 s, each run 10–25 s: Flower's
-processes, HTTP polling).  Every process is stopped by its id in ``finally``
+Time: the two equality runs are submitted together (their start-up overlaps); see the
+module's measured durations in docs/flower.md.  Every process is stopped by its id in ``finally``
 (``LocalDeployment.stop``); ports are chosen free at run time.
 """
 
@@ -92,11 +92,32 @@ def outcome_exit(out):
                           capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("algorithm, hps", [("pfedme", PFEDME), ("cgpfl", CGPFL)])
-def test_deployment_equals_engine(deployment, arrays, algorithm, hps):
-    app, out = launch(deployment, f"eq-{algorithm}", algorithm, hps, rounds=2,
-                      **{"eval-every": 2})
-    assert deployment.run(app, timeout=240).returncode == 0
+EQUAL = {"pfedme": PFEDME, "cgpfl": CGPFL}
+
+
+@pytest.fixture(scope="module")
+def equality_runs(deployment):
+    """Both runs submitted at once (the SuperLink runs them side by side: their start-up
+    costs overlap); every flwr process stopped by its id."""
+    outs, procs = {}, {}
+    try:
+        for algorithm, hps in EQUAL.items():
+            app, outs[algorithm] = launch(deployment, f"eq-{algorithm}", algorithm, hps,
+                                          rounds=2, **{"eval-every": 2})
+            procs[algorithm] = deployment._spawn(f"flwr-run-{algorithm}",
+                                                 ["flwr", "run", str(app), "pflt-local", "--stream"])
+        codes = {a: p.wait(timeout=240) for a, p in procs.items()}
+    finally:
+        for algorithm in procs:
+            deployment._end(deployment.procs.pop(f"flwr-run-{algorithm}"))
+    return outs, codes
+
+
+@pytest.mark.parametrize("algorithm", sorted(EQUAL))
+def test_deployment_equals_engine(equality_runs, arrays, algorithm):
+    outs, codes = equality_runs
+    out, hps = outs[algorithm], EQUAL[algorithm]
+    assert codes[algorithm] == 0
     got = torch.load(out / "state.pt", weights_only=True)
     want = engine_state(arrays, algorithm, hps, 2)
     assert got["round"] == 2 and sorted(got["models"]) == sorted(want.models)
@@ -116,13 +137,14 @@ def train_messages(dep, i):
 
 
 def test_killed_supernodes_run_finishes_and_a_restarted_one_rejoins(deployment):
-    rounds = 14
+    rounds = 10
     app, out = launch(deployment, "kill", "pfedme", PFEDME, rounds=rounds,
                       **{"eval-every": 1, "timeout": 5.0})
+    before = {i: train_messages(deployment, i) for i in (1, 2)}   # from the runs before
     proc = deployment._spawn("flwr-run", ["flwr", "run", str(app), "pflt-local", "--stream"])
     try:
         end = time.monotonic() + 120
-        while min(train_messages(deployment, 1), train_messages(deployment, 2)) < 2:
+        while min(train_messages(deployment, i) - before[i] for i in (1, 2)) < 2:
             assert time.monotonic() < end and proc.poll() is None, "round 2 never reached"
             time.sleep(0.05)
         deployment.kill_node(1)

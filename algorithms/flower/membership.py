@@ -13,15 +13,14 @@ from __future__ import annotations
 from logging import INFO
 from typing import Callable
 
+import torch
 from flwr.app import Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
+from algorithms.base import State
 from algorithms.flower.client import INFO as INFO_KEY, KEPT, SETTINGS
 from algorithms.flower.exchange import Sorted, sort_replies
-import torch
-
-from algorithms.base import State
 from algorithms.flower.records import pack, stack_rows, unpack
 
 

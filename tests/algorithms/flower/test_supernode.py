@@ -70,3 +70,23 @@ def test_free_port_is_free():
     port = free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
+
+
+def test_task_heartbeats_while_running_and_stop_after():
+    import threading
+
+    class Client:
+        beats = 0
+
+        def SendTaskHeartbeat(self, request):
+            Client.beats += 1
+
+    done = threading.Event()
+    beat = threading.Thread(target=supernode._heartbeats, args=(Client(), done, 0.02))
+    beat.start()
+    end = time.monotonic() + 10
+    while Client.beats < 3 and time.monotonic() < end:
+        time.sleep(0.01)
+    done.set()
+    beat.join(timeout=5)
+    assert Client.beats >= 3 and not beat.is_alive()

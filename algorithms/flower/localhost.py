@@ -157,7 +157,7 @@ class LocalDeployment:
             except (ProcessLookupError, PermissionError):
                 pass
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=2)
                 break
             except subprocess.TimeoutExpired:
                 continue

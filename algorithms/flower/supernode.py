@@ -115,6 +115,8 @@ def run_task(address: str, token: str, client_app, backoff: float = 0.02) -> Non
                       RuntimeTokenHttpInterceptor(token)],
         retry_invoker=make_simple_http_retry_invoker())
     context, status, details, reply = None, SubStatus.FAILED, "", None
+    done = threading.Event()
+    threading.Thread(target=_heartbeats, args=(client, done), daemon=True).start()
     try:
         message, context, _run, fab = pull_task_input(client, backoff)
         try:
@@ -129,8 +131,20 @@ def run_task(address: str, token: str, client_app, backoff: float = 0.02) -> Non
                             reply_to=message)
         push_message(client, reply, context)
     finally:
+        done.set()
         push_task_output(client=client, context=context, sub_status=status, details=details)
         client.close()
+
+
+def _heartbeats(client, done: threading.Event, every: float = 10.0) -> None:
+    """The task's heartbeats while it runs (as ``flwr-clientapp``'s), so that a long
+    client update is not taken for a dead task."""
+    from flwr.proto.runtime_pb2 import SendTaskHeartbeatRequest  # pylint: disable=E0611
+    while not done.wait(every):
+        try:
+            client.SendTaskHeartbeat(SendTaskHeartbeatRequest())
+        except Exception:             # the node is going down or the task ended: stop
+            return
 
 
 def serve(address: str, stop: threading.Event) -> None:

@@ -1,10 +1,13 @@
-"""``pflt flower-sim``: run a registered algorithm as a local Flower simulation.
+"""``pflt flower-sim``: run a registered algorithm as a local Flower simulation;
+``pflt flower-outcome OUT``: the exit status of a Flower *deployment* run (``flwr run``
+exits 0 whatever happens; the ServerApp writes ``OUT/outcome.json``).
 
 The same options as ``pflt run`` (algorithm, hyper-parameters, data, model, ``--config``
 TOML); each client of the federation becomes one Flower SuperNode holding only its own
 data, the server runs :class:`algorithms.flower.strategy.PFLStrategy`.  ``--backend ray``
 uses Flower's simulation engine (``flwr.simulation.run_simulation``, ClientApps in Ray
-worker processes; start-up takes tens of seconds), ``--backend inprocess`` (default) the
+worker processes; start-up takes tens of seconds; if Ray cannot start, one line and exit
+1 after Ray's start-up timeout), ``--backend inprocess`` (default) the
 same ServerApp/ClientApp objects over an in-process grid.  ``--compare`` also runs the
 in-process batched engine with the same seed and prints the largest difference over the
 state's models and tensors (0 or float round-off — e.g. 2.8e-16 for pFedMe in float64 at

@@ -10,15 +10,13 @@ processes (:class:`algorithms.flower.localhost.LocalDeployment`, SuperNodes of
   its rows are NaN, client 2 rejoins (recorded) and has rows again; ``flwr run`` exits 0
   (it always does) and ``pflt flower-outcome`` exits 1.
 
-Time: ~60 s on an idle 2-core machine (start-up ~8 s, each run 10–25 s: Flower's
-processes, HTTP polling).  Every process is stopped by its id in ``finally``
+Time: the two equality runs are submitted together (their start-up overlaps); see the
+module's measured durations in docs/flower.md.  Every process is stopped by its id in ``finally``
 (``LocalDeployment.stop``); ports are chosen free at run time.
 """
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -34,6 +32,7 @@ from algorithms.base import get_algorithm  # noqa: E402
 from algorithms.flower.localhost import LocalDeployment, app_pyproject  # noqa: E402
 from algorithms.models import build_model  # noqa: E402
 from algorithms.runner import run  # noqa: E402
+from pflt.cli import main  # noqa: E402
 from synthetic.federation import Federation  # noqa: E402
 
 SEED, N = 3, 3
@@ -87,16 +86,39 @@ def engine_state(arrays, algorithm, hps, rounds):
                eval_every=rounds, progress=False).state
 
 
-def outcome_exit(out):
-    return subprocess.run([sys.executable, "-m", "pflt.cli", "flower-outcome", str(out)],
-                          capture_output=True, text=True)
+def outcome_exit(out, capsys):
+    """``pflt flower-outcome OUT``: (exit status, printed line)."""
+    capsys.readouterr()
+    code = main(["flower-outcome", str(out)])
+    return code, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("algorithm, hps", [("pfedme", PFEDME), ("cgpfl", CGPFL)])
-def test_deployment_equals_engine(deployment, arrays, algorithm, hps):
-    app, out = launch(deployment, f"eq-{algorithm}", algorithm, hps, rounds=2,
-                      **{"eval-every": 2})
-    assert deployment.run(app, timeout=240).returncode == 0
+EQUAL = {"pfedme": PFEDME, "cgpfl": CGPFL}
+
+
+@pytest.fixture(scope="module")
+def equality_runs(deployment):
+    """Both runs submitted at once (the SuperLink runs them side by side: their start-up
+    costs overlap); every flwr process stopped by its id."""
+    outs, procs = {}, {}
+    try:
+        for algorithm, hps in EQUAL.items():
+            app, outs[algorithm] = launch(deployment, f"eq-{algorithm}", algorithm, hps,
+                                          rounds=2, **{"eval-every": 2})
+            procs[algorithm] = deployment._spawn(f"flwr-run-{algorithm}",
+                                                 ["flwr", "run", str(app), "pflt-local", "--stream"])
+        codes = {a: p.wait(timeout=240) for a, p in procs.items()}
+    finally:
+        for algorithm in procs:
+            deployment._end(deployment.procs.pop(f"flwr-run-{algorithm}"))
+    return outs, codes
+
+
+@pytest.mark.parametrize("algorithm", sorted(EQUAL))
+def test_deployment_equals_engine(equality_runs, arrays, algorithm, capsys):
+    outs, codes = equality_runs
+    out, hps = outs[algorithm], EQUAL[algorithm]
+    assert codes[algorithm] == 0
     got = torch.load(out / "state.pt", weights_only=True)
     want = engine_state(arrays, algorithm, hps, 2)
     assert got["round"] == 2 and sorted(got["models"]) == sorted(want.models)
@@ -107,7 +129,7 @@ def test_deployment_equals_engine(deployment, arrays, algorithm, hps):
         torch.testing.assert_close(got["tensors"][k], v, rtol=0, atol=ATOL, msg=k)
     assert json.loads((out / "outcome.json").read_text())["status"] == "completed"
     assert json.loads((out / "history.json").read_text())["failures"] == []
-    assert outcome_exit(out).returncode == 0
+    assert outcome_exit(out, capsys)[0] == 0
 
 
 def train_messages(dep, i):
@@ -115,14 +137,15 @@ def train_messages(dep, i):
     return log.read_text(errors="replace").count("Receiving: train") if log.exists() else 0
 
 
-def test_killed_supernodes_run_finishes_and_a_restarted_one_rejoins(deployment):
-    rounds = 14
+def test_killed_supernodes_run_finishes_and_a_restarted_one_rejoins(deployment, capsys):
+    rounds = 8
     app, out = launch(deployment, "kill", "pfedme", PFEDME, rounds=rounds,
                       **{"eval-every": 1, "timeout": 5.0})
+    before = {i: train_messages(deployment, i) for i in (1, 2)}   # from the runs before
     proc = deployment._spawn("flwr-run", ["flwr", "run", str(app), "pflt-local", "--stream"])
     try:
         end = time.monotonic() + 120
-        while min(train_messages(deployment, 1), train_messages(deployment, 2)) < 2:
+        while min(train_messages(deployment, i) - before[i] for i in (1, 2)) < 2:
             assert time.monotonic() < end and proc.poll() is None, "round 2 never reached"
             time.sleep(0.05)
         deployment.kill_node(1)
@@ -145,5 +168,5 @@ def test_killed_supernodes_run_finishes_and_a_restarted_one_rejoins(deployment):
             assert torch.isnan(v[1]).all()                              # lost: NaN, recorded
             assert torch.isfinite(v[0]).all() and torch.isfinite(v[2]).all()
     assert all(torch.isfinite(v).all() for v in state["models"]["global"].values())
-    told = outcome_exit(out)
-    assert told.returncode == 1 and "completed-with-failures" in told.stdout
+    code, line = outcome_exit(out, capsys)
+    assert code == 1 and line.startswith("completed-with-failures")

@@ -18,7 +18,14 @@ def test_docs_have_python_snippets():
     assert snippets(), f"no ```python block in {DOC}"
 
 
-@pytest.mark.parametrize("index", range(len(snippets())))
+def cases():
+    """Each snippet; one that starts a real deployment (processes, ~40 s) is slow — the
+    same thing runs in the default tier as test_deployment.py."""
+    return [pytest.param(i, marks=pytest.mark.slow) if "LocalDeployment" in code else i
+            for i, code in enumerate(snippets())]
+
+
+@pytest.mark.parametrize("index", cases())
 def test_python_snippet_runs(index):
     scope: dict = {}
     exec(compile(snippets()[index], f"{DOC.name} snippet {index}", "exec"), scope)
@@ -26,3 +33,6 @@ def test_python_snippet_runs(index):
         result = scope["result"]
         assert result.state.round == 3 and len(result.history) == 3
         assert result.failures == []
+    if "work" in scope:            # the deployment snippet: the run completed
+        outcome = (scope["work"] / "out" / "outcome.json").read_text()
+        assert '"status": "completed"' in outcome

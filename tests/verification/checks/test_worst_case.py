@@ -72,3 +72,12 @@ def test_without_pepit_the_checks_are_inconclusive_with_the_install_hint(monkeyp
     res = _run("pfedme.worst_case_envelope_L")
     assert res.verdict is Verdict.INCONCLUSIVE and "pip install -e '.[pep]'" in res.detail
     json.dumps(res.to_dict(), allow_nan=False)           # results.json stays strict JSON
+
+
+@pytest.mark.slow
+def test_every_worst_case_check_holds_at_full_size():
+    # ~70 s on a shared 2-core CPU (the K = 3 inner-step PEP is most of it)
+    for cid, chk in load_all().items():
+        if chk.kind == "worst_case":
+            res = run_check(chk, size="full", seed=0)
+            assert res.verdict is Verdict.HOLDS, (cid, res.detail)

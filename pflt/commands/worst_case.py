@@ -102,7 +102,7 @@ def verdict_line(res: dict) -> str:
     ratio = res["worst_case"] / res["bound"]
     held = all(res["hypotheses"].values())
     relaxed = res["metric"] == "grad_sq_avg"
-    kind = "an upper bound of the worst case (F(w_T) ≥ F* relaxed)" if relaxed else "exact"
+    kind = "relaxed F(w_T) ≥ F*: an upper bound" if relaxed else "exact"
     if ratio > 1 + tol:
         where = ("with every hypothesis met: a counterexample" if held and not relaxed else
                  "with every hypothesis met (relaxed PEP: not a proof)" if held else

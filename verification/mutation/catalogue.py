@@ -226,6 +226,14 @@ CATALOGUE: tuple[Mutant, ...] = (
            _theorem_term("drift", "T", 0.5), ("pfedme.corollary1_rate_reading",), "Thm 1(a)"),
     Mutant("pfedme.theorem2a_drift_R^1/3", "exponent", "pfl_theory.pfedme:theorem2a",
            _theorem_term("drift", "R", 1 / 3), ("pfedme.corollary2_rate_reading",), "Thm 2(a)"),
+    # worst cases over the class (issue 24): a constant too small in a bound or in L_F
+    Mutant("pfedme.prop1_LF_x0.05", "constant", "pfl_theory.moreau:moreau_constants",
+           _field("L_F", lambda v: 0.05 * v), ("pfedme.worst_case_envelope_L",),
+           "§B.3 Proposition 1"),
+    Mutant("pfedme.theorem1a_total_x0.1", "constant", "pfl_theory.pfedme:theorem1a",
+           _field("total", lambda v: 0.1 * v), ("pfedme.worst_case_thm1_exact",), "Thm 1(a)"),
+    Mutant("pfedme.theorem2a_total_x0.5", "constant", "pfl_theory.pfedme:theorem2a",
+           _field("total", lambda v: 0.5 * v), ("pfedme.worst_case_thm2",), "Thm 2(a)"),
     # ------------------------------------------------------------ pFedMe algorithm (§B.4)
     Mutant("pfedme.aggregate_beta_sign", "sign-flip", "algorithms.pfedme:PFedMe.aggregate",
            _pfedme_aggregate("beta-sign"), ("pfedme.reduction_gd_on_envelope", "pfedme.beta_extrapolation"),

@@ -45,6 +45,9 @@ def validate(s: P.Setting) -> None:
         raise ValueError(f"need 0 < mu < L, got mu={s.mu}, L={s.L}")
     if s.sigma_sq < 0:
         raise ValueError(f"sigma_sq must be >= 0, got {s.sigma_sq}")
+    if s.mu is None and s.clients != 1:
+        raise ValueError("the non-convex PEP is the homogeneous case (identical clients, "
+                         "σ_f = 0): use --clients 1")
     if s.mu is None and s.lam <= s.L:
         raise ValueError(f"the non-convex envelope needs lam > L, got lam={s.lam}, L={s.L}")
     if s.inner is not None and not (s.inner[0] >= 1 and s.inner[1] > 0):

@@ -55,8 +55,10 @@ def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bo
             f"{easiness:.3g} (instance's easiness)")
     if reasons:
         line += "; " + "; ".join(reasons)
-    info = {"measured_engine": measured, "worst_case": worst, "bound": bound,
-            "exact": exact, "looseness": looseness, "easiness": easiness, **dict(extra or {})}
+    info = {"measured_engine": measured, "worst_case": worst, "bound": bound, "exact": exact,
+            # results.json is strict JSON: a ratio with a zero denominator is null there
+            "looseness": looseness if math.isfinite(looseness) else None,
+            "easiness": easiness if math.isfinite(easiness) else None, **dict(extra or {})}
     return Outcome(measured=worst, theoretical=bound, holds=verdict is Verdict.HOLDS,
                    verdict=None if verdict in (Verdict.HOLDS, Verdict.FAILS) else verdict,
                    detail=f"{line}; {detail}" if detail else line, tightness=looseness,

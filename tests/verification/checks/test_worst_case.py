@@ -59,3 +59,25 @@ def test_a_counterexample_is_saved_and_replayed_through_the_engine(tmp_path):
     assert res.extra["replayed"] == pytest.approx(res.extra["worst_case"], rel=1e-3)
     assert res.extra["replayed"] > res.extra["bound"]          # the engine itself exceeds it
     assert (tmp_path / "fedavg.worst_case_gd_counterexample.json").is_file()
+
+
+def test_without_pepit_the_checks_are_inconclusive_with_the_install_hint(monkeypatch, tmp_path):
+    import json
+
+    import verification.worst_case.pep as pep
+
+    def missing():
+        raise pep.PEPUnavailable(pep.INSTALL_HINT)
+    monkeypatch.setattr(pep, "require_pepit", missing)
+    res = _run("pfedme.worst_case_envelope_L")
+    assert res.verdict is Verdict.INCONCLUSIVE and "pip install -e '.[pep]'" in res.detail
+    json.dumps(res.to_dict(), allow_nan=False)           # results.json stays strict JSON
+
+
+@pytest.mark.slow
+def test_every_worst_case_check_holds_at_full_size():
+    # ~70 s on a shared 2-core CPU (the K = 3 inner-step PEP is most of it)
+    for cid, chk in load_all().items():
+        if chk.kind == "worst_case":
+            res = run_check(chk, size="full", seed=0)
+            assert res.verdict is Verdict.HOLDS, (cid, res.detail)

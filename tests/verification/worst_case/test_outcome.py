@@ -41,3 +41,8 @@ def test_measured_above_bound_or_worst_fails(measured, worst):
 def test_non_finite_values_are_rejected():
     with pytest.raises(ValueError):
         worst_case_outcome(measured=math.nan, worst=1.0, bound=1.0, exact=True, rel_tol=0)
+
+
+def test_zero_measurement_gives_a_null_ratio_not_an_infinity():
+    out = worst_case_outcome(measured=0.0, worst=1.0, bound=2.0, exact=True, rel_tol=1e-6)
+    assert out.extra["easiness"] is None and out.extra["looseness"] == 2.0

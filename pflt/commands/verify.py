@@ -50,6 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true",
                    help="list the registered checks (after --only/--kind) and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    p.add_argument("--wide", action="store_true",
+                   help="print the table with one line per check, however long its values "
+                   "(default: long values wrap within their column; nothing is cut)")
     p.set_defaults(func=run)
 
 
@@ -83,5 +86,5 @@ def run(args: argparse.Namespace) -> int:
     check_out_dir(args.out)
     suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
                                   seeds=args.seeds, out_dir=args.out,
-                                  progress=not args.no_progress)
+                                  progress=not args.no_progress, wide=args.wide)
     return suite.exit_code

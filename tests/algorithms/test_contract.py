@@ -301,6 +301,8 @@ def test_the_train_phase_users_are_listed(fed, model, monkeypatch):
     _with_train_phase(monkeypatch, spy)
     users = []
     for name in ALGORITHMS:
+        if not registry()[name].__module__.startswith("algorithms."):
+            continue                    # a plugin's algorithm (PFLT_PLUGINS): not listed here
         calls.clear()
         alg = build(registry()[name])
         alg.round(alg.init(fed, model, seed=0), fed, model)

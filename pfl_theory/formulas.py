@@ -235,11 +235,14 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("B.1", "Personalized model θ̂_i(w) = prox_{f_i/λ}(w) and Moreau envelope F_i", PFEDME,
             "eq. (3) and the bi-level problem of §3.1", "SEED",
             "Iterative prox for general f; closed form (A + λI)⁻¹(b + λw) for quadratics.",
-            (_M + "prox", _M + "quadratic_prox", _M + "quadratic_envelope")),
+            (_M + "prox", _M + "quadratic_prox", _M + "quadratic_envelope",
+             "pfl_theory.oracle_methods.envelope_prox", "pfl_theory.oracle_methods.envelope_value",
+             "pfl_theory.oracle_methods.envelope_grad")),
     Formula("B.1", "Per-FedAvg personalized model θ_i(w) = w − α∇f_i(w)", PFEDME,
             "eqs. (4)–(5) (Per-FedAvg, Fallah et al. 2020)", "SEED",
             "First-order and Hessian-free variants of Per-FedAvg's Algorithm 1.",
-            ("algorithms.perfedavg.PerFedAvg",)),
+            ("algorithms.perfedavg.PerFedAvg", "pfl_theory.oracle_methods.perfedavg_fo_local",
+             "pfl_theory.oracle_methods.perfedavg_fo_round")),
     Formula("B.3", "Proposition 1: L_F = λ, μ_F = λμ/(λ + μ), ∇F_i(w) = λ(w − θ̂_i(w))", PFEDME,
             "Proposition 1, eq. (6)", "SEED",
             "For quadratics ∇²F = λA(A + λI)⁻¹ [DERIVED], which explains the λ > 2L condition "
@@ -253,7 +256,12 @@ FORMULAS: tuple[Formula, ...] = (
             "(default 0); every client trains each round (Algorithm 1, default), or with "
             "train_clients='sampled' only the S sampled ones (as PFLlib; the same global "
             "model, the other clients' models kept from their last participation).",
-            ("algorithms.pfedme.PFedMe", "algorithms.reference_loop")),
+            ("algorithms.pfedme.PFedMe", "algorithms.reference_loop",
+             # the same steps over a grad/prox oracle (numpy or PEPit points; issue 24)
+             "pfl_theory.oracle_methods.inexact_prox", "pfl_theory.oracle_methods.pfedme_local",
+             "pfl_theory.oracle_methods.pfedme_round", "pfl_theory.oracle_methods.average",
+             "pfl_theory.oracle_methods.fedavg_local",
+             "pfl_theory.oracle_methods.fedavg_round")),
     Formula("B.5", "Lemma 1: δ² = 2/(λ ± ·)² (γ_f²/|D| + ν)", PFEDME, "Lemma 1",
             "SEED-GARBLED→READ", "(λ + μ)² under A1(a), (λ − L)² under A1(b) with λ > L.",
             (_P + "lemma1_delta_sq",)),

@@ -62,6 +62,9 @@ def add_plugins(specs: str | list[str]) -> None:
     inherit it) and load them now, so that a bad one fails before anything runs."""
     new = split_specs(specs) if isinstance(specs, str) else [s for x in specs
                                                              for s in split_specs(x)]
+    # files as absolute paths: a worker started in another directory finds them too
+    new = [str(Path(s).expanduser().resolve()) if _is_path(s) and Path(s).expanduser().exists()
+           else s for s in new]
     if new:
         os.environ[ENV] = ",".join(dict.fromkeys(plugin_specs() + new))
     load_plugins()

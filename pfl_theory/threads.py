@@ -52,7 +52,10 @@ snippet 2 (pFedMe on a 60-32-10 ``nn.Module``, N = 20) 4.5–6.4 s against 1.2�
 (2026-11-26 16:25 UTC, load average 1.7–2.6; an earlier user measured 36.6 s against 8.0 s
 under heavier load).  With this policy, interleaved with the previous code at load 3–6
 (16:27 UTC, 2-round probes, torch's default 2 threads, no ``PFLT_THREADS``): snippet 1
-0.2 s against 2.9–3.9 s, snippet 2 2.1–2.2 s against 8.9–28.6 s.
+0.2 s against 2.9–3.9 s, snippet 2 2.1–2.2 s against 8.9–28.6 s.  Snippet 1 in full (50
+rounds, evaluation every 5th, ``out_dir``; 17:16–17:23 UTC, load 9–13, interleaved): 150.5 s
+and 212.9 s before, 15.3 s and 14.3 s now, against 16.7 s and 9.7 s for the same run through
+``pflt run --algorithm pfedme --model mlr --clients 100 --rounds 50 --eval-every 5``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """``pflt run``: train a registered algorithm on a federation and save its history.
 
+``--rounds`` defaults to the algorithm's own schedule where it has one (PPFE:
+``--total-rounds``, so that every stage runs), else 50; a run shorter than its algorithm's
+schedule says on stderr how many stages start and finish.
+
 Every hyper-parameter of every registered algorithm is an option (``--lam``, ``--lr``,
 ``--personal-lr``, ``--inner-steps`` …); an option that the chosen algorithm does not have
 is an error.  Defaults are the algorithm's own (for ``pfedme``: pFedMe's synthetic setting

@@ -56,6 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true",
                    help="list the registered checks (after --only/--kind) and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    p.add_argument("--wide", action="store_true",
+                   help="print the table with one line per check, however long its values "
+                   "(default: long values wrap within their column; nothing is cut)")
     p.set_defaults(func=run)
 
 
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from pflt.out_lock import check_out_dir, out_lock
     from pflt.staged_out import staged
     from verification.core import runner
-    from verification.core.report import format_table
+    from verification.core.report import CONSOLE_CELL, format_table
 
     set_torch_threads()
 
@@ -105,6 +108,6 @@ def run(args: argparse.Namespace) -> int:
         suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
                                       seeds=args.seeds, out_dir=stage,
                                       progress=not args.no_progress, echo=False)
-    print(format_table(suite))
+    print(format_table(suite, width=None if args.wide else CONSOLE_CELL))
     print(f"wrote {out / 'report.md'} and {out / 'results.json'}")
     return suite.exit_code

@@ -91,3 +91,16 @@ def test_a_broken_entry_point_is_one_line(isolated_plugins, monkeypatch):
     monkeypatch.setattr(isolated_plugins, "_ENTRY_POINTS_LOADED", False)
     with pytest.raises(isolated_plugins.PluginError, match="entry point 'bad'.*no_such_ep"):
         isolated_plugins.load_plugins()
+
+
+def test_add_plugins_writes_absolute_file_paths_for_child_processes(isolated_plugins, tmp_path,
+                                                                    monkeypatch):
+    import os
+
+    (tmp_path / "rel_plugin.py").write_text(ALGORITHM.format(name="plug-rel"))
+    monkeypatch.chdir(tmp_path)
+    isolated_plugins.add_plugins("rel_plugin.py")
+    assert os.environ["PFLT_PLUGINS"] == str(tmp_path.resolve() / "rel_plugin.py")
+    from algorithms.base import registry
+
+    assert "plug-rel" in registry()

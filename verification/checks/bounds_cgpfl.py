@@ -169,7 +169,7 @@ def thm41_final(ctx: Context) -> Outcome:
     at β = 1/(√416RL_G) gives the constants, a second run uses the case-rule step computed
     from them (constants re-measured; the detail reports how far the second run's own case
     rule is from the step used).  Also reported: the derived constants 3C₁/2 → 3C₁ and
-    5/2 → 4 (the case analysis done directly, :func:`pfl_theory.cgpfl.theorem41_stepwise`)."""
+    5/2 → 4 (the case analysis done directly, as in the stepwise check)."""
     p = ctx.params
     fed, model, curv, delta_sq, lip_g = _thm41_setup(p, ctx.seed)
     R, k, n, T = p["local_rounds"], p["k"], p["clients"], p["rounds"]

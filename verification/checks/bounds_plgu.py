@@ -318,8 +318,8 @@ RAD_ENVELOPE_FACTOR = 1.5
 def lemma2_envelope_m(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     """Lower estimate of R̂ of depth-3 ReLU nets (‖x‖ = 1) over m spanning ≥ 1.5 decades,
     against the shape Π_l M_l/√m: the spread of measured/shape must stay within
-    :data:`RAD_ENVELOPE_FACTOR` (implied constant C reported; Lemma 2's explicit constant
-    is 2√(d+1+log n))."""
+    the factor 1.5 fixed in this check's definition (implied constant C reported;
+    Lemma 2's explicit constant is 2√(d+1+log n))."""
     from verification.core.registry import envelope_outcome
 
     p = ctx.params

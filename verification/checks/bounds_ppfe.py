@@ -265,8 +265,8 @@ LEMMA8_ENVELOPE_FACTOR = 1.25
 def lemma8_envelope(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     """(1−δ)-quantile of |L̂ − E L̂| (Bernoulli(½) losses) as all client sizes grow by the
     factors ``scales`` (N n̄ over ≥ 1.5 decades) against the shape √(log(2/δ)/(2N n̄)); the
-    spread must stay within :data:`LEMMA8_ENVELOPE_FACTOR`.  Implied C ≤ 1 means Lemma 8's
-    constant is not exceeded."""
+    spread must stay within the factor 1.25 fixed in this check's definition.  Implied
+    C ≤ 1 means Lemma 8's constant is not exceeded."""
     from verification.core.registry import envelope_outcome
 
     rng = np.random.default_rng(ctx.seed)

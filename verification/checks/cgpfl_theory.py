@@ -203,7 +203,7 @@ def _planted_select(params: dict, seed: int, k0: int, mu: float = 0.0):
 
 
 @check("cgpfl.select_k_planted", paper=PAPER, reference="IJCAI eq. (11) / ICLR eq. (12)", kind="selection",
-       tolerance=0.9, tolerance_reason="issue 16's target: K̂ within ±1 of the planted K₀ in >= 90% of "
+       tolerance=0.9, tolerance_reason="the toolkit's selection target: K̂ within ±1 of the planted K₀ in >= 90% of "
        "the runs; the rate is over a grid with hard cases (unequal context sizes, close contexts)",
        quick={"seeds": 1, "ns": (20,), "k0s": (2, 4, 6), "d": 10, "restarts": 10,
               "difficulties": {"easy": (10.0, 0.3), "hard": (4.0, 0.7)}},
@@ -211,7 +211,7 @@ def _planted_select(params: dict, seed: int, k0: int, mu: float = 0.0):
              "difficulties": {"easy": (10.0, 0.3), "hard": (4.0, 0.7)}})
 def select_k_planted(ctx: Context) -> Outcome:
     """argmin_K e(K) with the default scale-free μ = 1/cost(1) against the planted K₀ of client
-    model vectors (:func:`verification.selection.k_data.planted_vectors`: equal and very unequal
+    model vectors (planted contexts: equal and very unequal
     context sizes × easy (separation 10, noise 0.3) and hard (4, 0.7) contexts, m_i ~ U{40..80}).
     Measured: the fraction of runs with |K̂ − K₀| <= 1 (also exact, per difficulty, and the BIC
     alternative on the same clustering).  Also required: K̂ unchanged with the models × 1e200

@@ -30,7 +30,7 @@ def _one_round(alg, fed, w0, seed):
 def reduction_gd_on_envelope(ctx: Context) -> Outcome:
     """One engine round with R = 1, exact prox (η_p = 1/(1+λ), K = 1, noise-free clients),
     S = N, β = 1, uniform aggregation equals w − η∇F(w) with ∇F = (1/N)Σλ(w − θ̂_i(w)) from
-    the closed-form quadratic prox (pfl_theory.moreau), round after round."""
+    the closed-form quadratic prox, round after round."""
     p = ctx.params
     fed = ex.quadratic_federation(num_clients=p["clients"], dim=p["dim"], noise=0.0, seed=ctx.seed)
     lam, lr = 3.0, 0.2
@@ -230,8 +230,7 @@ def table1_ordering(ctx: Context) -> Outcome:
     statistic).  Each comparison a > b is decided on the difference of seed means against
     two standard errors: se² = (binomial test-set error of both accuracies, p(1−p)/n_test
     each, unpaired so conservative) + (variance over seeds of the paired difference)/seeds.
-    HOLDS beyond +2se, FAILS below −2se, INCONCLUSIVE in between (:mod:`verification.
-    verdicts`).  Quick size: 5 rounds on a small 20-client Synthetic(0.5,0.5) draw (NOT the
+    HOLDS beyond +2se, FAILS below −2se, INCONCLUSIVE in between.  Quick size: 5 rounds on a small 20-client Synthetic(0.5,0.5) draw (NOT the
     paper's data or length); full size: the paper's N = 100 data, T = 600, 3 seeds, MLR."""
     p = ctx.params
     res = table1_ex.table1(seeds=list(range(ctx.seed, ctx.seed + p["seeds"])), rounds=p["rounds"],

@@ -15,21 +15,21 @@ PAPER = "PPFE (arXiv 2602.14244)"
 
 
 @check("ppfe.select_stages_benchmark", paper=PAPER,
-       reference="§5 bias–variance tradeoff, §C.5.12 (issue 16)", kind="selection",
+       reference="§5 bias–variance tradeoff, §C.5.12 (docs/selection.md)", kind="selection",
        reconstructed=True, tolerance=0.9,
-       tolerance_reason="issue 16's targets: T̂ within ±1 of the empirically best T and <= 1 % "
+       tolerance_reason="the toolkit's selection targets: T̂ within ±1 of the empirically best T and <= 1 % "
        "excess population risk, each in >= 90% of (configuration, seed) records",
        quick={"configs": "quick", "seeds": 3, "risk_seeds": 20},
        full={"configs": "half", "seeds": 3, "risk_seeds": 20})
 def select_stages_benchmark(ctx: Context) -> Outcome:
-    """The bound's T̂ (``bound`` of :mod:`verification.selection.stages_linear`) against the best T.
+    """The bound's T̂ (selector ``bound`` of the linear stage benchmark) against the best T.
     Measured: the fraction of records within ±1 of the strict best T and the fraction with
     ≤ 1 % excess population risk.  HOLDS when both reach the tolerance.  FAILS when T̂ is more
     than one stage away from every T the seeds cannot tell apart from the best (noise-aware
     ±1 below the tolerance) or when it loses > 1 % more often than nested cross-validation
     (``cv``) and the tolerance allow — misses the benchmark's noise does not explain;
     INCONCLUSIVE otherwise.  ``half`` = the dev half of the 30-configuration grid
-    (:func:`verification.selection.stages_linear.config_halves`: all α, N and (n, d) values occur;
+    (all α, N and (n, d) values occur in it;
     until 2026-11-24 it was every other configuration, which held (n, d) = (40, 20) only);
     the other selectors' rates are reported beside it.  The best T is that of the mean over
     ``risk_seeds`` = 20 draws (selectors on the first 3): with the 3 selector seeds alone the

@@ -122,8 +122,9 @@ def thm1_exact(ctx: Context) -> Outcome:
              "sigma_sq": 1.0, "exact_rounds": 3, "inner_steps": 3})
 @_needs_pep
 def thm1_inexact(ctx: Context) -> Outcome:
-    """As :func:`thm1_exact` with K gradient steps (η_p = 1/(L+λ)) for the inner solve; the
-    bound is evaluated with δ² = 0, so HOLDS here holds for any δ² ≥ 0."""
+    """As the exact-prox check (pfedme.worst_case_thm1_exact) with K gradient steps
+    (η_p = 1/(L+λ)) for the inner solve; the bound is evaluated with δ² = 0, so HOLDS here
+    holds for any δ² ≥ 0."""
     return theorem1(ctx, ctx.params.get("mutate_bound", 1.0))
 
 

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from verification.core.registry import _jsonable
+from verification.core.registry import BOUND_KINDS, _jsonable
 from verification.core.suite import CheckRun, SuiteRun
 from verification.core.tightness import tightness_markdown
 
@@ -85,8 +85,11 @@ def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, An
                       "checks": checks})
 
 
-def short(value: Any, width: int = MAX_CELL) -> str:
-    """A compact one-line rendering of a measured/theoretical value."""
+def short(value: Any, width: int | None = MAX_CELL) -> str:
+    """A compact one-line rendering of a measured/theoretical value: a list shows its first
+    four items and how many more (``+8 more``: every value is in results.json); ``width``
+    cuts the text with ``…`` (``None``: never — report.md and the console table wrap
+    instead)."""
     value = _jsonable(value)
     if value is None:
         text = "-"
@@ -95,14 +98,14 @@ def short(value: Any, width: int = MAX_CELL) -> str:
     elif isinstance(value, float):
         text = f"{value:.4g}"
     elif isinstance(value, (list, tuple)):
-        items = [short(v, 12) for v in value[:4]]
-        text = "[" + ", ".join(items) + (f", … ({len(value)})" if len(value) > 4 else "") + "]"
+        items = [short(v, None) for v in value[:4]]
+        text = "[" + ", ".join(items) + (f", +{len(value) - 4} more" if len(value) > 4 else "") + "]"
     elif isinstance(value, dict):
-        text = ", ".join(f"{k}={short(v, 12)}" for k, v in value.items())
+        text = ", ".join(f"{k}={short(v, None)}" for k, v in value.items())
     else:
         text = str(value)
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 def _cell(text: str) -> str:
@@ -194,8 +197,8 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
              + (" (RECONSTRUCTED formula)" if c.reconstructed else ""), "",
              f"- **Claim:** {_claim(run)}",
              f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
-             f"- **Measured / theoretical:** {short(worst[0].measured, 200)} / "
-             f"{short(worst[0].theoretical, 200)}",
+             f"- **Measured / theoretical:** {short(worst[0].measured, None)} / "
+             f"{short(worst[0].theoretical, None)}",
              f"- **Sensitivity:** {_sensitivity_cell(run)}"
              + (f" ({worst[0].sensitivity_note})" if _deciding_sensitivity(run) is not None
                 and worst[0].sensitivity_note else ""),
@@ -245,8 +248,9 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
             figs = _figures(run, out_dir)
             fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
             cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
-                     short(r0.measured), short(r0.theoretical), f"**{_verdict_cell(run)}**",
-                     _sensitivity_cell(run), short(r0.detail, 160), fig_cell]
+                     short(r0.measured, None), short(r0.theoretical, None),
+                     f"**{_verdict_cell(run)}**", _sensitivity_cell(run), short(r0.detail, None),
+                     fig_cell]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     lines += tightness_markdown(suite)  # bound/envelope checks (verification/core/tightness.py)
     if any(run.check.tolerance_reason for run in suite.runs):
@@ -259,15 +263,42 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_table(suite: "SuiteRun") -> str:
-    """A plain-text table for the terminal, followed by the summary line."""
-    header = ("id", "kind", "R", "measured", "theoretical", "verdict", "sens.", "s")
-    rows = []
+#: width of the console table's value columns; longer values wrap onto further lines
+CONSOLE_CELL = 28
+
+
+def _tightness_cell(run: "CheckRun") -> str:
+    """bound / measured of a ``bound``/``envelope`` check (the seed with the smallest), else
+    ``-``."""
+    from verification.core.tightness import _deciding, _num
+
+    if run.check.kind not in BOUND_KINDS:
+        return "-"
+    r = _deciding(run.results)
+    return "-" if r is None else _num(r.tightness)
+
+
+def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
+    """A plain-text table for the terminal, followed by the summary line.  Nothing is cut:
+    a measured/theoretical value longer than ``width`` wraps onto further lines of its row
+    (``width=None``: one line per check, as wide as it takes — ``pflt verify --wide``)."""
+    import textwrap
+
+    header = ("id", "kind", "R", "measured", "theoretical", "tightness", "verdict", "sens.",
+              "s")
+    rows: list[tuple[str, ...]] = []
     for run in suite.runs:
         r0 = _first(run)
-        rows.append((run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
-                     short(r0.measured, 28), short(r0.theoretical, 28), _verdict_cell(run),
-                     _short_sensitivity(run), f"{run.seconds:.1f}"))
+        cells = (run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
+                 short(r0.measured, None), short(r0.theoretical, None), _tightness_cell(run),
+                 _verdict_cell(run), _short_sensitivity(run), f"{run.seconds:.1f}")
+        if width is None:
+            rows.append(cells)
+            continue
+        wrapped = [textwrap.wrap(c, width, break_long_words=True) or [""]
+                   if i in (3, 4) else [c] for i, c in enumerate(cells)]
+        for k in range(max(len(w) for w in wrapped)):
+            rows.append(tuple(w[k] if k < len(w) else "" for w in wrapped))
     widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
 
     def line(cells: tuple[str, ...]) -> str:

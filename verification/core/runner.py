@@ -259,9 +259,10 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
                    kinds: Iterable[str] | None = None, size: str = "full",
                    seeds: int | Sequence[int] = 1,
                    out_dir: Path = Path("verify_out"), progress: bool = True,
-                   echo: bool = True) -> SuiteRun:
+                   echo: bool = True, wide: bool = False) -> SuiteRun:
     """Load, select, run, write ``results.json``/``report.md``; print the table if
-    ``echo``. This is what ``pflt verify`` does."""
+    ``echo`` (long values wrapped; ``wide``: one line per check). This is what ``pflt
+    verify`` does."""
     checks, import_errors = load_checks(only=only)
     for module, error in import_errors.items():
         print(f"warning: check module {module!r} failed to import: {error}", file=sys.stderr)
@@ -280,6 +281,6 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
     suite.environment["wall_seconds"] = round(time.perf_counter() - start, 2)
     write_outputs(suite, out_dir)
     if echo:
-        print(format_table(suite))
+        print(format_table(suite, width=None) if wide else format_table(suite))
         print(f"wrote {out_dir / 'report.md'} and {out_dir / 'results.json'}")
     return suite

@@ -119,13 +119,14 @@ def check_reproduces(state: State, entries: list[dict], algorithm, fed, model, p
     """The checkpoint's state gives the test losses the history recorded at its round (when
     that round was evaluated; round 0: the initial evaluation): a state from another
     round — a checkpoint whose ``round`` was changed — is refused."""
-    from algorithms.evaluation import evaluate_models
+    from algorithms.evaluation import evaluate_models, model_for
 
     entry = next((e for e in entries if e["round"] == state.round), None)
     if entry is None:
         return
     w = fed.test.counts.double()
-    for name, (_, loss) in evaluate_models(model, algorithm.evaluated(state), fed.test).items():
+    for name, (_, loss) in evaluate_models(model_for(algorithm, model), algorithm.evaluated(state),
+                                           fed.test).items():
         recorded = entry.get(f"{name}_loss")
         if not isinstance(recorded, (int, float)) or recorded != recorded:
             continue

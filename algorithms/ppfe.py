@@ -82,6 +82,10 @@ class PPFE(Algorithm):
     (eq. 7), π = the per-sample weights, α^{(t)}_i = the stage coefficients, S =
     ``clients_per_round``, |D| = ``batch_size``."""
 
+    #: the model the paper's tables report (``pflt compare``'s headline column): the
+    #: T-stage ensemble (eq. 8), recorded as ``ensemble_*`` by :meth:`diagnostics`
+    headline_model = "ensemble"
+
     server_rows = {"alphas": 1}
     lazy_batches = True     # full_last_round: every client trains; batches gathered per step
 

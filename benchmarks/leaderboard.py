@@ -3,8 +3,9 @@ seeds, through the toolkit's own sweep (``pflt sweep``) and reader (``pflt compa
 :mod:`pflt.aggregate`), reported per model **at the last and at the best evaluated round**
 separately, with seconds per round.
 
-Settings (one ``pflt sweep`` each, in ``OUT/<setting>/``; resumable: a finished point is not
-run again):
+Settings (one ``pflt sweep`` per algorithm and setting, in ``OUT/<setting>/<algorithm>/``, so
+an algorithm that refuses a setting — e.g. CGPFL-Heur's e(K) needs m > d/e samples — is
+reported as refused and the others still run; resumable: a finished point is not run again):
 
 * ``synthetic`` — Synthetic(0.5, 0.5) (FedProx's generator), the pFedMe paper's data, each
   client capped at 200 samples (``--max-client-size 200``; the paper's largest clients hold
@@ -37,7 +38,9 @@ Usage: ``python benchmarks/leaderboard.py --out runs/leaderboard [--clients 20] 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import datetime
 import math
 import os
@@ -104,10 +107,17 @@ def summarise(setting: str, sweep_dir: Path) -> list[dict]:
                          "last_mean": last[0], "last_sd": last[1], "n": last[2],
                          "best_mean": best[0], "best_sd": best[1],
                          "seconds_per_round": spr, "unfinished": len(g.runs) - len(done)})
-    local = next((r for r in rows if r["algorithm"] == "local" and r["headline"]), None)
-    for r in rows:
-        r["beats_local"] = None if local is None or r["algorithm"] == "local" else \
-            _beats(r, local)
+    return rows
+
+
+def judge_against_local(rows: list[dict]) -> list[dict]:
+    """Mark every row of a setting with whether its mean beats Local's (:func:`_beats`)."""
+    for setting in dict.fromkeys(r["setting"] for r in rows):
+        part = [r for r in rows if r["setting"] == setting]
+        local = next((r for r in part if r["algorithm"] == "local" and r["headline"]), None)
+        for r in part:
+            r["beats_local"] = None if local is None or r["algorithm"] == "local" else \
+                _beats(r, local)
     return rows
 
 
@@ -202,18 +212,26 @@ def main(argv=None) -> int:
     if "local" not in algorithms:
         algorithms = ["local", *algorithms]          # the reference every row is judged by
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, refused = [], []
     for setting in args.settings:
-        cfg = args.out / f"{setting}.toml"
-        cfg.write_text(sweep_file(setting, algorithms, args.seeds, args.clients, args.rounds))
-        argv_sweep = ["sweep", str(cfg), "--out", str(args.out / setting)]
-        if not args.progress:
-            argv_sweep.append("--no-progress")
-        code = pflt(argv_sweep)
-        if code != 0:
-            print(f"leaderboard: the {setting} sweep ended with exit code {code}; its finished "
-                  "points are reported", file=sys.stderr)
-        rows += summarise(setting, args.out / setting)
+        for name in algorithms:
+            where = args.out / setting / name
+            where.parent.mkdir(parents=True, exist_ok=True)
+            cfg = args.out / setting / f"{name}.toml"
+            cfg.write_text(sweep_file(setting, [name], args.seeds, args.clients, args.rounds))
+            argv_sweep = ["sweep", str(cfg), "--out", str(where)]
+            if not args.progress:
+                argv_sweep.append("--no-progress")
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = pflt(argv_sweep)
+            if code != 0:
+                why = next((ln for ln in err.getvalue().splitlines() if "error" in ln),
+                           f"exit code {code}")
+                refused.append((setting, name, why.split("error: ", 1)[-1]))
+                print(f"leaderboard: {setting} {name}: {why}", file=sys.stderr)
+            rows += summarise(setting, where)
+    rows = judge_against_local(rows)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     conditions = (f"{stamp}; N = {args.clients} clients, T = {args.rounds} rounds, "
                   f"{args.seeds} seed(s), --model dnn (FedBN mlp-bn), paper defaults; "
@@ -223,6 +241,9 @@ def main(argv=None) -> int:
         writer.writeheader()
         writer.writerows(rows)
     text = markdown(rows, conditions)
+    if refused:
+        text += "\n### Refused (the algorithm's own check stopped the run)\n\n" + "\n".join(
+            f"- {setting}, {name}: {why}" for setting, name, why in refused) + "\n"
     (args.out / "leaderboard.md").write_text(text)
     figure(rows, args.out / "leaderboard.png")
     print(text)

@@ -37,7 +37,7 @@ def test_tiny_leaderboard_reads_last_and_best_from_the_runs(load_script, tmp_pat
     assert fedavg["model"] == "global" and fedavg["headline"] == "True" and fedavg["n"] == "2"
     # independently from the histories: last and best of global_accuracy, mean over seeds
     lasts, bests = [], []
-    for point in sorted((out / "synthetic").glob("point-*")):
+    for point in sorted((out / "synthetic").glob("*/point-*")):
         entries = [json.loads(l) for l in open(point / "history.jsonl")]
         if entries[0].get("global_accuracy") is None:
             continue
@@ -49,3 +49,25 @@ def test_tiny_leaderboard_reads_last_and_best_from_the_runs(load_script, tmp_pat
     md = (out / "leaderboard.md").read_text()
     assert "### synthetic" in md and "| last round | best round | s/round |" in md
     assert (out / "leaderboard.png").stat().st_size > 0
+
+
+def test_a_refused_algorithm_is_reported_and_the_others_still_run(load_script, tmp_path,
+                                                                    monkeypatch):
+    lb = load_script("leaderboard")
+    import pflt.cli
+
+    real = pflt.cli.main
+
+    def refusing(argv):                   # fedavg's sweep stops with a one-line error
+        if any(str(a).endswith("fedavg.toml") for a in argv):
+            import sys
+            print("pflt sweep: error: planted refusal", file=sys.stderr)
+            return 2
+        return real(argv)
+    monkeypatch.setattr(pflt.cli, "main", refusing)
+    out = tmp_path / "lb"
+    assert lb.main(["--out", str(out), "--settings", "synthetic", "--algorithms", "fedavg",
+                    "--clients", "10", "--rounds", "1", "--seeds", "1"]) == 0
+    md = (out / "leaderboard.md").read_text()
+    assert "synthetic, fedavg: planted refusal" in md
+    assert "| local | local (headline) |" in md

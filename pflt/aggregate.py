@@ -25,6 +25,7 @@ naming the file and the key, never a traceback.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -156,6 +157,11 @@ def headline_model(algorithm: str, models: list[str]) -> str | None:
     pFedHN, PLGU, the fine-tuned baselines: personalized-FL papers report the personalized
     models); else the only model evaluated (FedAvg and FedSAM ``global``, Local ``local``,
     IFCA ``cluster``, PPFE ``stage``); else ``None`` (no single headline)."""
+    return _headline(str(algorithm), tuple(models))
+
+
+@functools.lru_cache(maxsize=256)
+def _headline(algorithm: str, models: tuple[str, ...]) -> str | None:
     try:
         from algorithms.base import get_algorithm
 

@@ -65,11 +65,10 @@ def check_values(raw: dict, path: Path) -> None:
                     raise UserError(f"{path}: algorithms.{name} must be a table of "
                                     "hyper-parameters, e.g. [algorithms.{name}]")
                 _check_table(table, path, f"algorithms.{name}")
-        elif key == "sweep" or key in RUN_TABLES:
+        elif key == "sweep" or (key in RUN_TABLES and isinstance(value, dict)):
             if not isinstance(value, dict):
                 raise UserError(f"{path}: [sweep] must be a table of lists, e.g. [sweep] "
-                                "seed = [0, 1]" if key == "sweep" else
-                                f"{path}: {key} must be a table, e.g. [{key}]")
+                                "seed = [0, 1]")
             _check_table(value, path, key)
         elif isinstance(value, list):
             for v in value:

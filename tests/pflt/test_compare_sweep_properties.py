@@ -19,6 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pflt.cli import main
+from pflt.commands import compare
+
+#: examples per property; the default keeps each test a few seconds (PFLT_PROPERTY_EXAMPLES=300
+#: for a thorough run)
+EXAMPLES = int(os.environ.get("PFLT_PROPERTY_EXAMPLES", "0")) or None
 
 TINY = ("algorithm = 'fedavg'\nclients = 4\nclients_per_round = 2\nrounds = 1\n"
         "local_rounds = 1\nmax_client_size = 20\n")
@@ -136,11 +141,16 @@ def _mutate(root: Path, name: str, kind: str, data) -> None:
         path.write_text(text)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[
+@settings(max_examples=EXAMPLES or 20, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(muts=st.lists(mutations(), min_size=1, max_size=2),
        given_dirs=st.sampled_from([["r0", "r1"], ["sw"], ["r0", "sw", "r0"], ["r1", "sw"]]))
-def test_compare_on_mutated_runs_is_success_or_one_line(template, muts, given_dirs):
+def test_compare_on_mutated_runs_is_success_or_one_line(template, muts, given_dirs,
+                                                         monkeypatch):
+    # the readers are under test, not matplotlib: drawing costs seconds per example (the
+    # figure itself: test_compare_sweep_cli.py and the slow variant below)
+    if not os.environ.get("PFLT_PROPERTY_PLOT"):
+        monkeypatch.setattr(compare, "plot", lambda groups, metrics, path: path)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "t"
         shutil.copytree(template, root, symlinks=True)
@@ -154,7 +164,7 @@ def test_compare_on_mutated_runs_is_success_or_one_line(template, muts, given_di
                 fh.write(f"compare\t{code}\t{err.strip().splitlines()[-1] if err.strip() else ''}\n")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[
+@settings(max_examples=EXAMPLES or 10, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mut=mutations().filter(lambda m: m[0].startswith("sw/")))
 def test_resuming_a_mutated_sweep_is_success_or_one_line(template, mut):
@@ -190,7 +200,7 @@ def sweep_files(draw):
     return "\n".join(lines) + "\n" + tables
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES or 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=sweep_files())
 def test_sweep_on_hostile_toml_is_success_or_one_line(text):
     with tempfile.TemporaryDirectory() as tmp:

@@ -130,7 +130,7 @@ def _mutate(root: Path, name: str, kind: str, data) -> None:
         try:
             obj = json.loads(path.read_text().splitlines()[0] if name.endswith("l")
                              else path.read_text())
-        except (ValueError, IndexError):
+        except (ValueError, IndexError, RecursionError):
             obj = None
         where = data.draw(st.sampled_from(list(_paths(obj))))
         new = _set(obj, where, data.draw(json_values))

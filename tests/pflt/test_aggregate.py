@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from algorithms.base import get_algorithm
 from pflt import aggregate
 from pflt.aggregate import headline_model

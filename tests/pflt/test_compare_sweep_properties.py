@@ -122,21 +122,21 @@ def _mutate(root: Path, name: str, kind: str, data) -> None:
         path.unlink(missing_ok=True)
         path.symlink_to(data.draw(st.sampled_from([root, path, root / "nowhere"])))
     elif kind == "line" and path.exists():     # one line of a JSON-lines file replaced
-        lines = path.read_text().splitlines() or [""]
+        lines = path.read_text(errors="replace").splitlines() or [""]
         i = data.draw(st.integers(0, len(lines) - 1))
         lines[i] = _dumps(data.draw(json_values))
         path.write_text("\n".join(lines) + "\n")
     elif path.exists():
         try:
-            obj = json.loads(path.read_text().splitlines()[0] if name.endswith("l")
-                             else path.read_text())
+            obj = json.loads(path.read_text(errors="replace").splitlines()[0] if name.endswith("l")
+                             else path.read_text(errors="replace"))
         except (ValueError, IndexError, RecursionError):
             obj = None
         where = data.draw(st.sampled_from(list(_paths(obj))))
         new = _set(obj, where, data.draw(json_values))
         text = _dumps(new)
         if name.endswith(".jsonl"):
-            rest = path.read_text().splitlines()[1:]
+            rest = path.read_text(errors="replace").splitlines()[1:]
             text = "\n".join([text, *rest]) + "\n"
         path.write_text(text)
 

@@ -161,7 +161,8 @@ def test_compare_on_mutated_runs_is_success_or_one_line(template, muts, given_di
         _assert_contract(code, err)
         if os.environ.get("PFLT_PROPERTY_LOG"):
             with open(os.environ["PFLT_PROPERTY_LOG"], "a") as fh:
-                fh.write(f"compare\t{code}\t{err.strip().splitlines()[-1] if err.strip() else ''}\n")
+                last = err.strip().splitlines()[-1] if err.strip() else ""
+                fh.write(f"compare\t{code}\t{last}\n")
 
 
 @settings(max_examples=EXAMPLES or 10, deadline=None, suppress_health_check=[

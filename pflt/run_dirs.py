@@ -77,6 +77,14 @@ class Run:
         return min(series) if "loss" in metric else max(series)
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type (``null``, ``number``, ``string``, ``list``,
+    ``object``, ``boolean``), for error messages about a file's content."""
+    names = {type(None): "null", bool: "boolean", int: "number", float: "number",
+             str: "string", list: "list", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -135,9 +143,9 @@ def _history(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ValueError(f"{hist_path} is not a UTF-8 JSON file") from None
     config, entries = hist.get("config", {}), hist.get("entries", [])
     if not isinstance(config, dict):
-        raise ValueError(f"{hist_path}: key 'config' is {type(config).__name__}, not an object")
+        raise ValueError(f"{hist_path}: key 'config' is {json_type(config)}, not an object")
     if not isinstance(entries, list):
-        raise ValueError(f"{hist_path}: key 'entries' is {type(entries).__name__}, not a list")
+        raise ValueError(f"{hist_path}: key 'entries' is {json_type(entries)}, not a list")
     for i, e in enumerate(entries):
         if not isinstance(e, dict):
             raise ValueError(f"{hist_path} (or history.jsonl): entries[{i}] is "
@@ -187,7 +195,7 @@ def load_run(path: str | Path) -> Run:
     if summary_path.is_file():
         summary = _read_json(summary_path)
         if not isinstance(summary, dict):
-            raise ValueError(f"{summary_path} holds {type(summary).__name__}, not an object")
+            raise ValueError(f"{summary_path} holds {json_type(summary)}, not an object")
         final = {k: float(v) for k, v in summary.items() if _number(v)}
     status, why = run_status(path, raw_config, entries, summary_path.is_file())
     if status != "finished":

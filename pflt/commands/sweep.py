@@ -122,8 +122,10 @@ def read_log(log: Path) -> list[dict]:
 
 def record_problem(rec) -> str | None:
     """What is wrong with one ``sweep.jsonl`` record (``None``: a valid record)."""
+    from pflt.run_dirs import json_type
+
     if not isinstance(rec, dict):
-        return f"{type(rec).__name__} where a record object is expected"
+        return f"{json_type(rec)} where a record object is expected"
     expected = {"point": dict, "config_hash": str, "final": dict, "diverged": bool}
     for key, kind in expected.items():
         value = rec.get(key, {} if key == "final" else False if key == "diverged" else None)

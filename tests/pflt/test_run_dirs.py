@@ -57,7 +57,7 @@ def test_malformed_history_names_the_file_and_key(tmp_path, history, message):
 def test_malformed_summary_names_the_file(tmp_path):
     (tmp_path / "history.json").write_text(json.dumps({"config": {}, "entries": []}))
     (tmp_path / "summary.json").write_text("[1]")
-    with pytest.raises(ValueError, match="summary.json holds list"):
+    with pytest.raises(ValueError, match="summary.json holds list, not an object"):
         load_run(tmp_path)
     (tmp_path / "summary.json").write_text("[" * 5000 + "]" * 5000)
     with pytest.raises(ValueError, match="nested too deeply"):

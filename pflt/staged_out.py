@@ -89,10 +89,12 @@ def _clean_old_stages(out: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def publish(stage: Path, out: Path, command: str) -> list[Path]:
+def publish(stage: Path, out: Path, command: str, *, keep_previous: bool = False
+            ) -> list[Path]:
     """Move every file of ``stage`` to the same relative name under ``out``; remove the
-    files the previous run of ``command`` recorded and did not write again; record the
-    new names.  Returns the published paths."""
+    files the previous run of ``command`` recorded and did not write again (unless
+    ``keep_previous``: a partial run, e.g. a figure module that failed, keeps them and
+    they stay recorded); record the names.  Returns the published paths."""
     names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*")
                    if p.is_file() and not p.is_symlink() and p.name != STAGING_MARK)
     # every destination checked before anything moves: a refusal leaves OUT as it was
@@ -111,8 +113,9 @@ def publish(stage: Path, out: Path, command: str) -> list[Path]:
     refuse_link(manifest)
     # the new record is written while still aside (a full disk fails here, OUT untouched);
     # from here on only renames, which need no space
+    recorded = sorted(set(names) | set(previous)) if keep_previous else names
     staged_manifest = atomic_write_text(stage / manifest.name, json.dumps(
-        {"command": f"pflt {command}", "files": names}, indent=1))
+        {"command": f"pflt {command}", "files": recorded}, indent=1))
     published = []
     for name in names:
         dest_dir = safe_subdir(out, Path(name).parent) if Path(name).parent.parts else out
@@ -120,20 +123,28 @@ def publish(stage: Path, out: Path, command: str) -> list[Path]:
         os.replace(stage / name, dest)
         published.append(dest)
     os.replace(staged_manifest, manifest)
-    _remove_stale(out, [n for n in previous if n not in set(names)])
+    if not keep_previous:
+        _remove_stale(out, [n for n in previous if n not in set(names)])
     return published
 
 
+class Stage(type(Path())):
+    """The staging directory (a :class:`~pathlib.Path`); set ``keep_previous = True`` in
+    the block to keep the previous run's files that this one did not write again."""
+
+    keep_previous = False
+
+
 @contextlib.contextmanager
-def staged(out: Path, command: str) -> Iterator[Path]:
+def staged(out: Path, command: str) -> Iterator[Stage]:
     """A fresh staging directory inside ``out`` (which the caller has locked); published on
     success, removed in every case (see the module docstring)."""
     out = Path(out)
     _clean_old_stages(out)
-    stage = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
+    stage = Stage(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
     try:
         (stage / STAGING_MARK).write_text(f"temporary output of pflt {command}; safe to delete\n")
         yield stage
-        publish(stage, out, command)
+        publish(stage, out, command, keep_previous=stage.keep_previous)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

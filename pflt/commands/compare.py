@@ -167,6 +167,7 @@ def plot(groups: list[Group], metrics: list[str], path: Path) -> Path:
             if metric is None:
                 continue
             finished = []
+            faint = sum(r.finished for r in g.runs) > 1     # a thick mean curve is drawn
             for r in g.runs:
                 pts = _series(r, metric)
                 if not pts:
@@ -174,7 +175,7 @@ def plot(groups: list[Group], metrics: list[str], path: Path) -> Path:
                 if r.finished:
                     finished.append(pts)
                 line, = ax.plot(list(pts), list(pts.values()), color=colour, lw=0.9,
-                                alpha=0.35 if len(g.runs) > 1 else 0.9,
+                                alpha=0.35 if faint else 0.9,
                                 ls="-" if r.finished else "--")
                 handles.setdefault(g.label, line)
             if len(finished) > 1:  # the mean over seeds, on the rounds every seed evaluated

@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
             # previous ones in OUT only once every module ran (pflt.staged_out)
             found = driver.run_figures(out_dir=stage, only=args.only, quick=args.quick,
                                        seed=args.seed, progress=not args.no_progress)
+            # a module that failed (a full disk, an error) keeps its previous files
+            stage.keep_previous = any(not r.ok for r in found)
             found = [dataclasses.replace(r, files=tuple(
                 out / p.relative_to(stage) if p.is_relative_to(stage) else p
                 for p in r.files)) for r in found]

@@ -102,19 +102,36 @@ def read_log(log: Path) -> list[dict]:
     for n, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
-            if not (isinstance(rec, dict) and isinstance(rec.get("point"), dict)
-                    and isinstance(rec.get("final", {}), dict)):
-                raise ValueError("not a sweep record")
-        except ValueError:
+        except (ValueError, RecursionError):
             if n == len(lines):
                 print(f"warning: {log}: dropping the torn last line {n} (an interrupted "
                       "write); its point runs again", file=sys.stderr)
                 atomic_write_text(log, "".join(x + "\n" for x in lines[:-1]))
                 break
-            raise UserError(f"{log} line {n} is not a sweep record; move the file away "
-                            "to start the sweep afresh") from None
+            raise UserError(f"{log} line {n} is not a sweep record (not JSON); move the "
+                            "file away to start the sweep afresh") from None
+        problem = record_problem(rec)
+        if problem:
+            raise UserError(f"{log} line {n}: {problem}; move the file away to start the "
+                            "sweep afresh")
+        rec["final"] = {k: v for k, v in rec.get("final", {}).items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
         records.append(rec)
     return records
+
+
+def record_problem(rec) -> str | None:
+    """What is wrong with one ``sweep.jsonl`` record (``None``: a valid record)."""
+    from pflt.run_dirs import json_type
+
+    if not isinstance(rec, dict):
+        return f"{json_type(rec)} where a record object is expected"
+    expected = {"point": dict, "config_hash": str, "final": dict, "diverged": bool}
+    for key, kind in expected.items():
+        value = rec.get(key, {} if key == "final" else False if key == "diverged" else None)
+        if not isinstance(value, kind):
+            return f"key {key!r} is {json.dumps(value, default=str)[:40]}, not {kind.__name__}"
+    return None
 
 
 def _argv_value(value) -> str:

@@ -65,3 +65,28 @@ def test_from_without_results_is_a_one_line_error(tmp_path, capsys):
     code, printed = _figures(["--out", str(tmp_path / "f"), "--from", str(tmp_path)], capsys)
     assert code == 2 and "pflt figures: error: --from" in printed
     assert "no pflt verify results.json" in printed
+
+
+def test_a_failing_module_keeps_its_previous_files(tmp_path, monkeypatch, capsys):
+    from paper_figures import driver
+
+    fail = []
+
+    def make(name):
+        def write(out_dir, *, quick=False, seed=0):
+            if name in fail:
+                raise OSError(28, "No space left on device")
+            files = [out_dir / f"{name}.png", out_dir / f"{name}.csv"]
+            for f in files:
+                f.write_text(name)
+            return files
+        return write
+
+    monkeypatch.setattr(driver, "discover", lambda package=None: {n: make(n) for n in "ab"})
+    out = tmp_path / "f"
+    assert main(["figures", "--out", str(out), "--no-progress"]) == 0
+    fail.append("b")
+    assert main(["figures", "--out", str(out), "--no-progress"]) == 1
+    assert "FAILED  b" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "a.csv", "a.png", "b.csv", "b.png"]

@@ -226,3 +226,19 @@ def test_sweep_refuses_a_point_directory_linked_outside(tmp_path, capsys):
     code = main(["sweep", str(cfg), "--out", str(out), "--no-progress"])
     _one_line(capsys, code, 2, "symbolic link")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_python_apis_clear_previous_removes_only_listed_figures(tmp_path):
+    # verification.runner.run_and_report(out_dir=...) without pflt: it used to
+    # rmtree(out_dir/figures), the user's files included
+    out = tmp_path / "v"
+    (out / "figures" / "c.x" / "seed0").mkdir(parents=True)
+    (out / "figures" / "c.x" / "seed0" / "ours.png").write_bytes(b"")
+    (out / "figures" / "notes.txt").write_text("mine")
+    (out / "results.json").write_text(json.dumps(
+        {"checks": [{"figures": ["figures/c.x/seed0/ours.png", "../../escape.txt"]}]}))
+    (tmp_path / "escape.txt").write_text("keep")
+    runner.clear_previous(out)
+    assert not (out / "figures" / "c.x").exists() and not (out / "results.json").exists()
+    assert (out / "figures" / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "escape.txt").read_text() == "keep"

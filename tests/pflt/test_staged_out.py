@@ -85,3 +85,19 @@ def test_staging_directories_of_killed_runs_are_cleaned_only_when_marked(tmp_pat
         pass
     assert not (out / ".pflt-staging-1-abc").exists()
     assert (out / ".pflt-staging-2-user").is_dir()
+
+
+def test_keep_previous_keeps_and_still_records_the_files_not_written_again(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    with staged(out, "cmd") as stage:
+        _write(stage, "a.txt", "1")
+        _write(stage, "b.txt", "1")
+    with staged(out, "cmd") as stage:
+        _write(stage, "a.txt", "2")
+        stage.keep_previous = True            # e.g. the module writing b.txt failed
+    assert (out / "a.txt").read_text() == "2" and (out / "b.txt").read_text() == "1"
+    assert json.loads(manifest_path(out, "cmd").read_text())["files"] == ["a.txt", "b.txt"]
+    with staged(out, "cmd") as stage:
+        _write(stage, "a.txt", "3")
+    assert not (out / "b.txt").exists()       # still ours: removed by a complete run

@@ -37,9 +37,10 @@ def test_a_null_seed_or_deep_nesting_is_a_value_error():
 
 
 BAD_HISTORIES = [
-    ({"config": [], "entries": []}, "key 'config'"),
-    ({"config": {}, "entries": {}}, "key 'entries'"),
-    ({"config": {}, "entries": [3]}, "entries[0] is 3"),
+    # the file, then the key, then what is wrong (algorithms.run_files' wording)
+    ({"config": [], "entries": []}, "config: expected an object"),
+    ({"config": {}, "entries": {}}, "entries: expected a list"),
+    ({"config": {}, "entries": [3]}, "entries[0]: expected an object, got 3"),
     ({"config": {}, "entries": [{"round": "x"}]}, "entries[0].round"),
     ({"config": {"seed": None}, "entries": []}, "config.seed is null"),
     ([1, 2], "history object"),

@@ -91,10 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return _main(argv)
         finally:
-            sys.stdout.flush()
+            if sys.stdout is not None:      # None: started with standard output closed
+                sys.stdout.flush()
     except BrokenPipeError:
         _stdout_to_devnull()
         return CLOSED_STDOUT
+    except KeyboardInterrupt:   # Ctrl-C while starting (imports, parsing): no traceback
+        print("pflt: interrupted", file=sys.stderr)
+        return 130
 
 
 def _stdout_to_devnull() -> None:

@@ -55,6 +55,8 @@ def _anticipated(exc: BaseException) -> bool:
         return False
     if isinstance(exc, ANTICIPATED):
         return True
+    if isinstance(exc, RuntimeError) and "DefaultCPUAllocator" in str(exc):
+        return True                                  # torch's CPU out-of-memory
     return type(exc).__name__ == "OutOfMemoryError"  # torch.cuda.OutOfMemoryError
 
 

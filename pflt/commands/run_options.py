@@ -318,6 +318,9 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     for k, v in given.items():
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_MAX:
             raise UserError(f"--{k.replace('_', '-')} {v} is too large (at most {INT_MAX})")
+        if k.endswith(STEP_SUFFIXES) and isinstance(v, int) and v > MAX_STEPS:
+            raise UserError(f"--{k.replace('_', '-')} {v} is more than {MAX_STEPS:,} (sequential "
+                            f"steps or layers per round: {v:.3g} would take days)")
     values["hyperparameters"] = given
     if values.get("model") is None:
         values["model"] = getattr(cls, "default_model", "mlr")
@@ -331,6 +334,11 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     cls(**given)  # validate hyper-parameters before any data is generated
     return values
 
+
+#: integer hyper-parameters that count sequential work per round (local steps, layers,
+#: restarts): the papers use at most a few hundred; beyond MAX_STEPS a round takes days
+STEP_SUFFIXES = ("_steps", "_rounds", "_layers", "_restarts")
+MAX_STEPS = 100_000
 
 #: keys every saved ``run_options.json`` has (others — hyper-parameters, options added later —
 #: take their defaults when absent)

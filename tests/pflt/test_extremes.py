@@ -71,3 +71,23 @@ def test_select_k_from_a_run_without_client_models_is_refused(tmp_path, capsys, 
     capsys.readouterr()
     _one_line(capsys, main(["select-k", "--from-run", str(out)]), 2,
               f"({algorithm}) holds no per-client")
+
+
+@pytest.mark.parametrize("option", ["--inner-steps", "--local-rounds"])
+def test_a_step_count_that_would_take_days_is_refused(tmp_path, capsys, option):
+    code = main(["run", *TINY, "--out", str(tmp_path / "o"), option, "1000000000"])
+    _one_line(capsys, code, 2, "is more than 100,000")
+
+
+def test_cpu_out_of_memory_is_one_line(capsys, monkeypatch):
+    """torch's CPU allocator raises a RuntimeError, not MemoryError (--model dnn --hidden
+    1000000, pfedhn --hn-hidden 1000000000): one line, exit 2."""
+    import pflt.cli as cli
+
+    def allocate(args):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 64000000000 bytes.")
+    parser = cli.build_parser()
+    parser._subparsers._group_actions[0].choices["list"].set_defaults(func=allocate)
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    _one_line(capsys, main(["list"]), 2, "can't allocate memory")

@@ -103,7 +103,8 @@ def load_run(path: str | Path) -> Run:
     config, seed = run_config(hist.get("config", {}))
     summary = path / "summary.json"
     if summary.is_file():
-        final = json.loads(summary.read_text())
+        from algorithms.run_files import read_summary   # its form, naming file and key
+        final = read_summary(summary)
         diverged = False
     else:  # a diverged or interrupted run: its last evaluation
         final = entries[-1] if entries else {}

@@ -112,8 +112,8 @@ def run_federation(path: Path, *, dtype=None, algorithm: str = "cgpfl"):
     f = _dir(path) / "run_options.json"
     if not f.is_file():
         raise UserError(f"--from-run: {f} not found (it rebuilds the clients' data)")
+    options = opts.read_saved(f)        # its form, key by key (one line naming the key)
     try:
-        options = json.loads(f.read_text())
         dt = dtype or (torch.float64 if options.get("dtype") == "float64" else torch.float32)
         fed = build_federation(opts.data_spec(options), device="cpu", dtype=dt)
         model = build_model(options["model"], fed, hidden=options.get("hidden"),

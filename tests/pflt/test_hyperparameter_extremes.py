@@ -45,7 +45,7 @@ def _alarm(*_):
 def run_one(tmp_path, name, hp, value, sampled):
     argv = ["run", "--algorithm", name, "--clients", "4", "--max-client-size", "20",
             "--rounds", "1", "--no-progress", "--overwrite", "--out", str(tmp_path / "o"),
-            f"--{hp.replace('_', '-')}", value]
+            f"--{hp.replace('_', '-')}={value}"]      # "=": a negative value is a value
     if sampled and hp != "clients_per_round":
         argv += ["--clients-per-round", "2"]
     err = io.StringIO()
@@ -54,6 +54,8 @@ def run_one(tmp_path, name, hp, value, sampled):
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             code = main(argv)
+    except SystemExit as exc:     # argparse's own refusals (one line, exit 2)
+        code = exc.code
     except _Hung:
         pytest.fail(f"{name} --{hp} {value}: still running after 60 s")
     finally:

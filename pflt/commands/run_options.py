@@ -318,7 +318,8 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     for k, v in given.items():
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_MAX:
             raise UserError(f"--{k.replace('_', '-')} {v} is too large (at most {INT_MAX})")
-        if k.endswith(STEP_SUFFIXES) and isinstance(v, int) and v > MAX_STEPS:
+        if k.endswith(STEP_SUFFIXES) and k not in BUDGETS and isinstance(v, int) \
+                and v > MAX_STEPS:
             raise UserError(f"--{k.replace('_', '-')} {v} is more than {MAX_STEPS:,} (sequential "
                             f"steps or layers per round: {v:.3g} would take days)")
     values["hyperparameters"] = given
@@ -339,6 +340,7 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
 #: restarts): the papers use at most a few hundred; beyond MAX_STEPS a round takes days
 STEP_SUFFIXES = ("_steps", "_rounds", "_layers", "_restarts")
 MAX_STEPS = 100_000
+BUDGETS = ("total_rounds",)     # a schedule over all rounds, not work per round
 
 #: keys every saved ``run_options.json`` has (others — hyper-parameters, options added later —
 #: take their defaults when absent)

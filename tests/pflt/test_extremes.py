@@ -91,3 +91,12 @@ def test_cpu_out_of_memory_is_one_line(capsys, monkeypatch):
     parser._subparsers._group_actions[0].choices["list"].set_defaults(func=allocate)
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     _one_line(capsys, main(["list"]), 2, "can't allocate memory")
+
+
+def test_select_stages_validation_replay_beyond_the_bound_is_refused(tmp_path, capsys):
+    out = tmp_path / "ppfe"
+    assert main(["run", "--algorithm", "ppfe", "--total-rounds", "1000000000", *TINY,
+                 "--local-rounds", "1", "--head-steps", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    _one_line(capsys, main(["select-stages", "--validation", "--from-run", str(out)]), 2,
+              "= 5,000,000,000 rounds", "more than 100,000")

@@ -294,7 +294,7 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
             raise FileNotFoundError(f"{values['resume']} has no run_options.json to resume")
         if values.get("overwrite"):
             raise UserError("--overwrite does not apply to --resume (it continues the run)")
-        saved = read_saved(saved_path)
+        saved = read_saved(saved_path, set(values))
         clash = sorted(k for k in explicit - RESUMABLE if values[k] != saved.get(k))
         if clash:
             raise UserError(f"--resume: {', '.join(clash)} differ from the saved run "
@@ -353,10 +353,11 @@ SAVED_REQUIRED = ("algorithm", "model", "hidden", "l2", "rounds", "seed", "data_
 NOT_SAVED = ("hyperparameters", "resume", "config", "model_chosen", "overwrite")
 
 
-def read_saved(path: Path) -> dict[str, Any]:
+def read_saved(path: Path, known: set[str] = frozenset()) -> dict[str, Any]:
     """The options saved in a run's ``run_options.json``, each checked as the command line
     checks it (:func:`coerce`); a file that is not such an object, a missing or unknown key
-    or a value of the wrong type is a one-line error naming the file and the key."""
+    or a value of the wrong type is a one-line error naming the file and the key.  ``known``:
+    the other keys the reading command saves (``flower-sim``'s own options)."""
     from algorithms.run_files import RunFileError, read_object
 
     saved = read_object(path)
@@ -370,6 +371,8 @@ def read_saved(path: Path) -> dict[str, Any]:
         if key not in saved:
             raise RunFileError(path, key, "missing")
     for key, value in saved.items():
+        if key in known - set(actions):
+            continue
         if key not in actions or key in NOT_SAVED:
             raise RunFileError(path, key, "not an option of pflt run")
         if value is None and (actions[key].default is None or key.startswith("hp_")):

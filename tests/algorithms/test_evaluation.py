@@ -215,3 +215,24 @@ def test_cuda_pfedme_round_syncs_do_not_grow_with_steps():
             torch.cuda.set_sync_debug_mode("default")
         return len(caught)
     assert syncs(1) == syncs(8)
+
+
+def test_wide_layers_are_evaluated_in_smaller_groups_with_the_same_result(monkeypatch):
+    """ACTIVATION_BYTES caps a group's [rows, width] activations: one block per group gives
+    the same per-client numbers (the per-block sums do not depend on the grouping)."""
+    fed = _federation()
+    model = DNN(5, 4, hidden=64)
+    models = {"p": model.init(fed.num_clients, seed=6, dtype=torch.float64, same=False)}
+    default = evaluate_models(model, models, fed.train, block=8)
+    calls = []
+    real = evaluation._Stacked.logits
+
+    def counted(self, clients, x):
+        calls.append(x.shape[0])
+        return real(self, clients, x)
+    monkeypatch.setattr(evaluation._Stacked, "logits", counted)
+    monkeypatch.setattr(evaluation, "ACTIVATION_BYTES", 1)
+    grouped = evaluate_models(model, models, fed.train, block=8)
+    assert calls and max(calls) == 1            # one block per group
+    for a, b in zip(default["p"], grouped["p"]):
+        assert torch.equal(a, b)

@@ -48,6 +48,9 @@ from algorithms.models import MLR
 #: bytes of features per group of blocks on the CPU (the group's logits then stay in the
 #: core's cache between the steps of :func:`_row_metrics`); on CUDA ``GPU_GROUP_BYTES``
 GROUP_BYTES = 2 << 20
+#: at most this many bytes of one layer's activations per group of blocks (a group is one
+#: block when a single block exceeds it)
+ACTIVATION_BYTES = 256 << 20
 GPU_GROUP_BYTES = 64 << 20
 #: largest blocked copy of a split (features + labels) kept between evaluations; 0: never
 CACHE_BYTES = 64 << 20
@@ -194,6 +197,11 @@ def evaluate_models(model, models: dict[str, Params], split, *, block: int | Non
     row_bytes = max(1, split.x[0].numel() * split.x.element_size())
     budget = GPU_GROUP_BYTES if split.x.device.type == "cuda" else GROUP_BYTES
     per_group = max(1, budget // (block * row_bytes))
+    # a wide layer's activations ([rows, width] per model) can dwarf the input rows:
+    # --model dnn --hidden 100000 on 10 clients allocated 3.5 GB in one group
+    width = max([1] + [max(v.shape[1:]) for p in plan for v in p.values() if v.dim() > 1])
+    per_group = min(per_group, max(1, ACTIVATION_BYTES // (block * width * len(plan)
+                                                           * split.x.element_size())))
     nb = block_client.numel()
     # per-block sums (≤ 256 rows, in the data's precision), added to their client at the end
     per_block = torch.zeros(2, nb, len(plan), dtype=split.x.dtype, device=split.x.device)

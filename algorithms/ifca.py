@@ -69,6 +69,9 @@ class IFCA(Algorithm):
 
     def server_init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)
+        if self.num_contexts > fed.num_clients:
+            raise ValueError(f"num_contexts k={self.num_contexts} > number of clients "
+                             f"N={fed.num_clients} (each cluster model needs clients)")
         clusters = model.init(self.num_contexts, seed=seed, device=fed.device,
                               dtype=fed.dtype, same=False)
         return State(0, seed, {"clusters": clusters})

@@ -119,18 +119,17 @@ def check_reproduces(state: State, entries: list[dict], algorithm, fed, model, p
     """The checkpoint's state gives the test losses the history recorded at its round (when
     that round was evaluated; round 0: the initial evaluation): a state from another
     round — a checkpoint whose ``round`` was changed — is refused."""
-    from algorithms.evaluation import evaluate_models, model_for
+    from algorithms.runner import initial_evaluation   # the runner's own test evaluation
 
     entry = next((e for e in entries if e["round"] == state.round), None)
     if entry is None:
         return
-    w = fed.test.counts.double()
-    for name, (_, loss) in evaluate_models(model_for(algorithm, model), algorithm.evaluated(state),
-                                           fed.test).items():
-        recorded = entry.get(f"{name}_loss")
+    for key, value in initial_evaluation(algorithm, state, fed, model).items():
+        if not key.endswith("_loss"):
+            continue
+        name, recorded = key[:-len("_loss")], entry.get(key)
         if not isinstance(recorded, (int, float)) or recorded != recorded:
             continue
-        value = float((loss * w).sum() / w.sum())
         if abs(value - recorded) > REPRODUCE_RTOL * max(1.0, abs(recorded)):
             raise ResumeError(f"{path}: its state gives {name}_loss {value:.6g} at round "
                               f"{state.round}, the history recorded {recorded:.6g}: the "

@@ -18,7 +18,6 @@ checked by :mod:`algorithms.resume`.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -170,10 +169,3 @@ def read_summary(path: str | Path) -> dict:
         if isinstance(value, (dict, list)):
             raise RunFileError(path, key, f"expected a scalar, got {_shown(value)}")
     return data
-
-
-def finite_number(path: str | Path, key: str, value: Any) -> float:
-    """``value`` as a finite float, else :class:`RunFileError`."""
-    if not is_kind(value, "a number") or not math.isfinite(float(value)):
-        raise RunFileError(path, key, f"expected a finite number, got {_shown(value)}")
-    return float(value)

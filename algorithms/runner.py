@@ -135,10 +135,27 @@ def _play_round(algorithm, state: State, federation, model, history: "History",
     except NonFiniteValueError as exc:
         _stop(history, out_dir, state.round + 1, non_finite_model(state),
               f"round {state.round + 1} produced non-finite values inside the algorithm ({exc})")
+    except RuntimeError as exc:  # a product of hyper-parameters beyond the dtype's range
+        if "without overflow" not in str(exc):
+            raise
+        _stop(history, out_dir, state.round + 1, None,
+              f"round {state.round + 1} overflowed {federation.dtype} ({exc})")
     bad = non_finite_model(new)
     if bad is not None:
         _stop(history, out_dir, new.round, bad, None)
     return new
+
+
+def check_hyperparameter_range(algorithm, dtype) -> None:
+    """Every float hyper-parameter fits ``dtype`` (1e300 passes the finiteness checks but
+    is beyond float32's 3.4e38: torch refuses to multiply by it), else a one-line
+    ``ValueError`` naming it."""
+    big = torch.finfo(dtype).max
+    for f in dataclasses.fields(algorithm):
+        value = getattr(algorithm, f.name)
+        if isinstance(value, float) and math.isfinite(value) and abs(value) > big:
+            raise ValueError(f"{f.name}={value!r} is beyond the range of {dtype} (|x| <= "
+                             f"{big:.3g}): use a smaller value (or --dtype float64)")
 
 
 def _stop(history: "History", out_dir, round_: int, model: str | None, reason: str | None):
@@ -326,6 +343,7 @@ def _run(algorithm, federation, model, *, rounds: int, seed: int, eval_every: in
                      eval_every=eval_every, config=config)
     if checkpoint_every is not None and (checkpoint_every < 1 or out_dir is None):
         raise ValueError("checkpoint_every needs a value >= 1 and an out_dir")
+    check_hyperparameter_range(algorithm, federation.dtype)
     if state is None and out_dir is not None:
         from algorithms.run_dir import claim_out_dir
         claim_out_dir(out_dir, cfg, overwrite=overwrite)

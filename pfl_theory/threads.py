@@ -77,7 +77,16 @@ def default_threads() -> int:
         raise ValueError(f"PFLT_THREADS must be an integer >= 1, got {value!r}") from None
     if n < 1:
         raise ValueError(f"PFLT_THREADS must be an integer >= 1, got {value!r}")
+    cap = max_threads()
+    if n > cap:   # torch aborts (segmentation fault) on 100,000
+        raise ValueError(f"PFLT_THREADS={n} is more than {cap} (4 × the {os.cpu_count() or 1} "
+                         "CPUs here)")
     return n
+
+
+def max_threads() -> int:
+    """The most threads accepted: 4 × the CPUs (at least 4), as ``pflt run --threads``."""
+    return max(4 * (os.cpu_count() or 1), 4)
 
 
 def run_threads(num_clients: int) -> int:

@@ -63,6 +63,8 @@ def _anticipated(exc: BaseException) -> bool:
         return False
     if isinstance(exc, ANTICIPATED):
         return True
+    if isinstance(exc, RuntimeError) and "DefaultCPUAllocator" in str(exc):
+        return True                                  # torch's CPU out-of-memory
     return type(exc).__name__ == "OutOfMemoryError"  # torch.cuda.OutOfMemoryError
 
 
@@ -151,10 +153,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return _main(argv)
         finally:
-            sys.stdout.flush()
+            if sys.stdout is not None:      # None: started with standard output closed
+                sys.stdout.flush()
     except BrokenPipeError:
         _stdout_to_devnull()
         return CLOSED_STDOUT
+    except KeyboardInterrupt:   # Ctrl-C while starting (imports, parsing): no traceback
+        print("pflt: interrupted", file=sys.stderr)
+        return 130
 
 
 def _stdout_to_devnull() -> None:

@@ -69,6 +69,15 @@ _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 
 
 
 # ----------------------------------------------------------------------------- file lookup
+def _expand(root) -> Path:
+    """``root`` with ``~`` expanded; ``ValueError`` for a ``~user`` that does not exist
+    (``Path.expanduser`` raises ``RuntimeError`` there)."""
+    try:
+        return Path(root).expanduser()
+    except RuntimeError:
+        raise ValueError(f"cannot expand {str(root)!r}: no such user's home directory") from None
+
+
 def _missing_error(dataset: str, root: Path, missing: list[str], *, note: str = "") -> FileNotFoundError:
     where = (f"data directory '{root}' does not exist" if not root.is_dir()
              else f"{dataset} files not found in '{root}'")
@@ -166,7 +175,7 @@ def _check_label_range(path: Path, y: np.ndarray, num_classes: int, offset: int 
 def _load_idx_dataset(dataset: str, root: str | Path, subset: str, prefix: str,
                       test_stem: str, num_classes: int, *, transpose: bool = False,
                       label_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    root = Path(root).expanduser()
+    root = _expand(root)
     parts = _subset_names(subset)
     stem = {"train": "train", "test": test_stem}
     names = [f"{prefix}{stem[p]}-{kind}-ubyte" for p in parts
@@ -265,7 +274,7 @@ def _read_cifar_batch(path: Path, label_key: str, num_classes: int) -> tuple[np.
 
 def _load_cifar(dataset: str, root: str | Path, subdir: str, files: dict[str, list[str]],
                 subset: str, label_key: str, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    root = Path(root).expanduser()
+    root = _expand(root)
     names = [name for part in _subset_names(subset) for name in files[part]]
     base = root
     if not all((root / n).is_file() for n in names) and (root / subdir).is_dir():

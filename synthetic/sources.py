@@ -64,6 +64,8 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
     name, _, root = spec.data.partition(":")
     cap = None if spec.max_client_size in (None, "none", "auto") else int(spec.max_client_size)
     if name in ("synthetic", "synthetic-iid"):
+        if root:
+            raise ValueError(f"--data {spec.data!r}: {name} is generated; it takes no ':{root}'")
         from synthetic import fedprox
         if spec.max_client_size == "auto":  # the paper's sizes unless they exceed 1 GiB
             cap = fedprox.auto_client_cap(spec.num_clients, seed=spec.seed)

@@ -27,30 +27,37 @@ def run_models(path: Path, key: str | None = None) -> tuple[np.ndarray, dict]:
     """Client models ``[N, d]`` (float64) of the checkpoint in ``path`` and a description
     (``source``, ``models_key``, ``round``, ``algorithm``, ``hyperparameters``).  ``key``
     picks the state's model set; default ``personalized`` (the Θ* of CGPFL's cost), else
-    ``local``, else the first set with one row per client."""
-    import torch
-
+    ``local``; a checkpoint with neither (FedAvg's one global model, PPFE's body and heads)
+    or a set without one row per client is refused with a one-line error."""
     from algorithms.base import flatten
-    from algorithms.checkpoint import CheckpointError, load_checkpoint
+    from algorithms.checkpoint import CheckpointError, load_checkpoint, read_payload
 
     ckpt = _dir(path) / "checkpoint.pt"
     if not ckpt.is_file():
         raise UserError(f"--from-run: {ckpt} not found; the client models are only saved by "
                         "`pflt run --checkpoint-every K`")
     try:
+        payload = read_payload(ckpt)
         state = load_checkpoint(ckpt)
-        payload = torch.load(ckpt, map_location="cpu", weights_only=True)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
     names = list(state.models)
     if key is None:
-        key = next((k for k in ("personalized", "local") if k in names), names[0] if names else None)
+        key = next((k for k in ("personalized", "local") if k in names), None)
+        if key is None:
+            raise UserError(f"--from-run: {ckpt} ({payload['algorithm']}) holds no per-client "
+                            f"'personalized' or 'local' models (it has {', '.join(names)}); "
+                            "pass --models-key NAME to cluster one of them")
     if key not in state.models:
         raise UserError(f"--models-key {key!r} is not in the checkpoint; it has {names}")
-    x = flatten(state.models[key]).detach().cpu().double().numpy()
+    params = state.models[key]
+    rows = next(iter(params.values())).shape[0] if params else 0
+    if rows < 2:
+        raise UserError(f"--from-run: {ckpt}: {payload['algorithm']}'s {key!r} holds "
+                        f"{rows} model(s), not one per client: nothing to cluster")
+    x = flatten(params).detach().cpu().double().numpy()
     info = {"source": str(ckpt), "models_key": key, "round": int(state.round),
-            "algorithm": payload.get("algorithm"),
-            "hyperparameters": json.loads(payload.get("hyperparameters", "{}"))}
+            "algorithm": payload["algorithm"], "hyperparameters": payload["hyperparameters"]}
     return x, info
 
 
@@ -105,8 +112,8 @@ def run_federation(path: Path, *, dtype=None, algorithm: str = "cgpfl"):
     f = _dir(path) / "run_options.json"
     if not f.is_file():
         raise UserError(f"--from-run: {f} not found (it rebuilds the clients' data)")
+    options = opts.read_saved(f)        # its form, key by key (one line naming the key)
     try:
-        options = json.loads(f.read_text())
         dt = dtype or (torch.float64 if options.get("dtype") == "float64" else torch.float32)
         fed = build_federation(opts.data_spec(options), device="cpu", dtype=dt)
         model = build_model(options["model"], fed, hidden=options.get("hidden"),

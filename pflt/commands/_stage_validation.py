@@ -16,6 +16,11 @@ from pflt.cli import UserError
 from pflt.commands._validation_cli import check_fold_options, progress_bar
 
 
+#: the most PPFE rounds a --validation replay may take (folds × total rounds); the papers'
+#: 160 × 5 folds is 800, and a round of a small federation takes ~0.1 s or more
+MAX_REPLAY_ROUNDS = 100_000
+
+
 def check_validation_args(args: argparse.Namespace) -> None:
     """One-line errors before anything is rebuilt: a run directory, fold numbers in range."""
     if args.from_run is None:
@@ -50,6 +55,10 @@ def run_validation(args: argparse.Namespace) -> int:
                         f"training samples, the smallest has {smallest}")
     t_max = len(schedule)
     total = args.val_cv * alg.total_rounds
+    if total > MAX_REPLAY_ROUNDS:
+        raise UserError(f"--validation would replay {args.val_cv} fold(s) × {alg.total_rounds:,} "
+                        f"PPFE rounds = {total:,} rounds on N = {fed.num_clients} clients, more "
+                        f"than {MAX_REPLAY_ROUNDS:,}: use a run with a smaller --total-rounds")
     # the cost up front (stderr, so --json stays parseable)
     print(f"select-stages --validation: {args.val_cv} fold(s) × {alg.total_rounds} PPFE rounds "
           f"(t_max {t_max} stages, rounds per stage {schedule}) = {total} rounds on N = "

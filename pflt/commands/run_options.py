@@ -335,6 +335,10 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     for k, v in given.items():
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_MAX:
             raise UserError(f"--{k.replace('_', '-')} {v} is too large (at most {INT_MAX})")
+        if k.endswith(STEP_SUFFIXES) and k not in BUDGETS and isinstance(v, int) \
+                and v > MAX_STEPS:
+            raise UserError(f"--{k.replace('_', '-')} {v} is more than {MAX_STEPS:,} (sequential "
+                            f"steps or layers per round: {v:.3g} would take days)")
     values["hyperparameters"] = given
     if values.get("model") is None:
         values["model"] = getattr(cls, "default_model", "mlr")
@@ -356,6 +360,12 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+#: integer hyper-parameters that count sequential work per round (local steps, layers,
+#: restarts): the papers use at most a few hundred; beyond MAX_STEPS a round takes days
+STEP_SUFFIXES = ("_steps", "_rounds", "_layers", "_restarts")
+MAX_STEPS = 100_000
+BUDGETS = ("total_rounds",)     # a schedule over all rounds, not work per round
+
 #: keys every saved ``run_options.json`` has (others — hyper-parameters, options added later —
 #: take their defaults when absent)
 SAVED_REQUIRED = ("algorithm", "model", "hidden", "l2", "rounds", "seed", "data_seed",
@@ -367,12 +377,11 @@ SAVED_REQUIRED = ("algorithm", "model", "hidden", "l2", "rounds", "seed", "data_
 NOT_SAVED = ("hyperparameters", "resume", "config", "model_chosen", "overwrite", "plugin")
 
 
-def read_saved(path: Path, command_options: set[str] = frozenset()) -> dict[str, Any]:
+def read_saved(path: Path, known: set[str] = frozenset()) -> dict[str, Any]:
     """The options saved in a run's ``run_options.json``, each checked as the command line
     checks it (:func:`coerce`); a file that is not such an object, a missing or unknown key
-    or a value of the wrong type is a one-line error naming the file and the key.
-    ``command_options``: the resuming command's own options beyond ``pflt run``'s (e.g.
-    ``flower-sim``'s ``backend``), accepted as saved."""
+    or a value of the wrong type is a one-line error naming the file and the key.  ``known``:
+    the other keys the reading command saves (``flower-sim``'s own options)."""
     from algorithms.run_files import RunFileError, read_object
 
     saved = read_object(path)
@@ -386,7 +395,7 @@ def read_saved(path: Path, command_options: set[str] = frozenset()) -> dict[str,
         if key not in saved:
             raise RunFileError(path, key, "missing")
     for key, value in saved.items():
-        if key in command_options and key not in actions and key not in NOT_SAVED:
+        if key in known - set(actions):
             continue
         if key not in actions or key in NOT_SAVED:
             raise RunFileError(path, key, "not an option of pflt run")

@@ -267,3 +267,24 @@ def test_flat_path_owner_mutation_is_caught(monkeypatch):
     got = evaluate_models(model, g, fed.test)["g"][1]
     _, loss = _loop_metrics(model, g["g"], fed.test)
     assert not torch.allclose(got, loss, rtol=1e-6, atol=1e-6)
+
+
+def test_wide_layers_are_evaluated_in_smaller_groups_with_the_same_result(monkeypatch):
+    """ACTIVATION_BYTES caps a group's [rows, width] activations: one block per group gives
+    the same per-client numbers (the per-block sums do not depend on the grouping)."""
+    fed = _federation()
+    model = DNN(5, 4, hidden=64)
+    models = {"p": model.init(fed.num_clients, seed=6, dtype=torch.float64, same=False)}
+    default = evaluate_models(model, models, fed.train, block=8)
+    calls = []
+    real = evaluation._Stacked.logits
+
+    def counted(self, clients, x):
+        calls.append(x.shape[0])
+        return real(self, clients, x)
+    monkeypatch.setattr(evaluation._Stacked, "logits", counted)
+    monkeypatch.setattr(evaluation, "ACTIVATION_BYTES", 1)
+    grouped = evaluate_models(model, models, fed.train, block=8)
+    assert calls and max(calls) == 1            # one block per group
+    for a, b in zip(default["p"], grouped["p"]):
+        assert torch.equal(a, b)

@@ -5,8 +5,9 @@ again, dtypes swapped, client rows dropped).  Each ends in exit 1 or 2 with one 
 or in a success whose history and state equal the uninterrupted run's — never a traceback
 and never a silent wrong result.
 
-The default tier draws ~40 directories with hypothesis; the slow tier tries the whole
-catalogue (:func:`catalogue`, ~1,100 directories for pFedMe, plus PPFE's mid-stage run)."""
+The default tier draws 40 directories with hypothesis; the slow tier tries the catalogue
+(:func:`catalogue`) with fewer values per key (~600 directories for pFedMe; the checkpoint
+and history tamperings for PPFE stopped between two stage transitions)."""
 
 import contextlib
 import io
@@ -135,8 +136,9 @@ def _models(p, fn):
     return {**p, "models": {m: {k: fn(v) for k, v in ps.items()} for m, ps in p["models"].items()}}
 
 
-def catalogue(pristine: Path) -> list[tuple[str, object]]:
-    """Every tampering tried on a run directory, labelled."""
+def catalogue(pristine: Path, values=VALUES) -> list[tuple[str, object]]:
+    """Every tampering tried on a run directory, labelled (each JSON key set to each of
+    ``values``)."""
     out = []
     for name in ("run_options.json", "history.json", "summary.json"):
         data = json.loads((pristine / name).read_text())
@@ -144,7 +146,7 @@ def catalogue(pristine: Path) -> list[tuple[str, object]]:
             out.append((f"{name}: del {k}", edit_json(name, lambda x, k=k: {a: b for a, b in
                                                                              x.items() if a != k})))
             out += [(f"{name}: {k}={v!r}", edit_json(name, lambda x, k=k, v=v: {**x, k: v}))
-                    for v in VALUES]
+                    for v in values]
         out += [(f"{name}: whole={v!r}", edit_json(name, lambda x, v=v: v))
                 for v in ([1, 2], 5, "s", None)]
         out += [(f"{name}: cut", cut(name)), (f"{name}: empty", replace_bytes(name, b"")),
@@ -243,21 +245,32 @@ def test_tampered_directories_end_in_one_line_or_a_correct_success(runs, data):
     resume_outcome(pristine, full, tamper)
 
 
+#: the slow tier's values (the whole of VALUES: ~1,500 directories a run, 3.5 min each;
+#: measured 2026-11-26: pFedMe 1,478 → 1,010 refused, 468 correct successes; PPFE 1,490 →
+#: 1,018 refused, 472 correct successes; no traceback, no wrong success)
+SLOW_VALUES = (None, "x", [], 7)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_every_tampering_in_the_catalogue(runs, name):
     pristine, full = runs[name]
     outcomes = {}
-    for label, tamper in catalogue(pristine):
+    for label, tamper in catalogue(pristine, SLOW_VALUES):
+        if name != "pfedme" and label.startswith(("run_options", "summary")):
+            continue            # the same files as pFedMe's: PPFE's own are its state
         outcomes.setdefault(resume_outcome(pristine, full, tamper, label), []).append(label)
     # the checks must refuse what they exist for (a success would have failed above
     # unless its results were right; these must not even start)
     refused = set(outcomes.get("exit2", []))
     for label in ("checkpoint: round-1 (digest rewritten)", "checkpoint: seed+1 (digest rewritten)",
-                  "checkpoint: a client row less (digest rewritten)", "run_options.json: seed 1",
-                  "checkpoint: float64 (digest rewritten)", "run_options.json: data_seed 1",
-                  "history.json and .jsonl deleted", "run_options.json: seed null"):
+                  "checkpoint: a client row less (digest rewritten)",
+                  "checkpoint: float64 (digest rewritten)", "history.json and .jsonl deleted"):
         assert label in refused, label
+    if name == "pfedme":
+        for label in ("run_options.json: seed 1", "run_options.json: data_seed 1",
+                      "run_options.json: seed null", "run_options.json: clients 5"):
+            assert label in refused, label
     print({k: len(v) for k, v in outcomes.items()})
 
 

@@ -79,6 +79,16 @@ def test_a_step_count_that_would_take_days_is_refused(tmp_path, capsys, option):
     _one_line(capsys, code, 2, "is more than 100,000")
 
 
+@pytest.mark.parametrize("algorithm,option", [("fedem", "--num-components"),
+                                              ("pfedfda", "--folds")])
+def test_component_and_fold_counts_that_would_hang_are_refused(tmp_path, capsys, algorithm,
+                                                                option):
+    # both hung before (a mixture of 1e9 components; 1e9 cross-validation folds)
+    code = main(["run", *TINY, "--algorithm", algorithm, "--out", str(tmp_path / "o"), option,
+                 "1000000000"])
+    _one_line(capsys, code, 2, "is more than 100,000")
+
+
 def test_cpu_out_of_memory_is_one_line():
     """torch's CPU allocator raises a RuntimeError, not MemoryError (--model dnn --hidden
     1000000, pfedhn --hn-hidden 1000000000): reported as one line (exit 2)."""

@@ -75,7 +75,7 @@ from algorithms.features import (all_rows_phase_parts, body_keys, class_counts, 
                                  class_sums,
                                  client_rows, feature_dim, features, head_keys, linear_logits,
                                  loss_grad, within_class_cov)
-from pfl_theory.validation import positive, positive_int
+from pfl_theory.validation import NonFiniteValueError, positive, positive_int
 
 
 def gaussian_head(means: torch.Tensor, cov: torch.Tensor, log_prior: torch.Tensor,
@@ -84,7 +84,10 @@ def gaussian_head(means: torch.Tensor, cov: torch.Tensor, log_prior: torch.Tenso
     ``b_c = −½ μ_cᵀ W_c + log π_c`` ``[..., C]`` (``means [..., C, D]``, ``cov [..., D,
     D]``, ``log_prior [..., C]``; leading dimensions broadcast)."""
     eye = torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
-    chol = torch.linalg.cholesky(cov + ridge * eye)
+    chol, info = torch.linalg.cholesky_ex(cov + ridge * eye)
+    if bool((info != 0).any()):   # ε too small for a rank-deficient Σ, or non-finite features
+        raise NonFiniteValueError(f"Σ + εI is not positive definite (ε = ridge = {ridge:.3g}; "
+                                  "a larger ridge keeps the covariances invertible)")
     w = torch.cholesky_solve(means.transpose(-1, -2), chol)
     b = -0.5 * (means * w.transpose(-1, -2)).sum(-1) + log_prior
     return w, b

@@ -361,9 +361,10 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
 
 
 #: integer hyper-parameters that count sequential work per round (local steps, layers,
-#: restarts, mixture components, cross-validation folds): the papers use at most a few hundred;
+#: restarts, mixture components, cross-validation folds, grid points): the papers use at most a
+#: few hundred;
 #: beyond MAX_STEPS a round takes days
-STEP_SUFFIXES = ("_steps", "_rounds", "_layers", "_restarts", "_components", "folds")
+STEP_SUFFIXES = ("_steps", "_rounds", "_layers", "_restarts", "_components", "folds", "_grid")
 MAX_STEPS = 100_000
 BUDGETS = ("total_rounds",)     # a schedule over all rounds, not work per round
 

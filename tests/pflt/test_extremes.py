@@ -79,7 +79,7 @@ def test_a_step_count_that_would_take_days_is_refused(tmp_path, capsys, option):
     _one_line(capsys, code, 2, "is more than 100,000")
 
 
-@pytest.mark.parametrize("algorithm,option", [("fedem", "--num-components"),
+@pytest.mark.parametrize("algorithm,option", [("fedem", "--num-components"), ("pfedfda", "--beta-grid"),
                                               ("pfedfda", "--folds")])
 def test_component_and_fold_counts_that_would_hang_are_refused(tmp_path, capsys, algorithm,
                                                                 option):

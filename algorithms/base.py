@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-from pfl_theory.validation import positive_int
+from pfl_theory.validation import positive, positive_int
 
 Params = dict[str, torch.Tensor]
 
@@ -98,6 +98,17 @@ def hp(default: Any, help: str, check: Callable[[str, Any], Any] | None = None, 
 def batch_size_hp(default: int = 20) -> Any:
     """The mini-batch size field ``|D|`` shared by the algorithms."""
     return hp(default, "mini-batch size |D|", check=positive_int, symbol="|D|")
+
+
+def local_lr_hp(default: float = 0.02) -> Any:
+    """The local SGD learning-rate field ``η`` shared by the algorithms."""
+    return hp(default, "local SGD learning rate η", check=positive, symbol="η")
+
+
+def local_rounds_hp(default: int = 20) -> Any:
+    """The local-steps field ``R`` (one mini-batch each) shared by the algorithms."""
+    return hp(default, "local SGD steps R per round (one mini-batch each)", check=positive_int,
+              symbol="R")
 
 
 def clients_per_round_hp(default: int = 10, help: str = "clients S sampled per round") -> Any:

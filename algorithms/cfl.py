@@ -42,11 +42,11 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (State, batch_size_hp, check_clients_per_round, clients_per_round_hp,
-                             flatten, hp, register, select, validate_hyperparameters,
-                             weighted_mean)
+                             flatten, hp, local_lr_hp, local_rounds_hp, register, select,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.steps import local_sgd
-from pfl_theory.validation import nonnegative, positive, positive_int
+from pfl_theory.validation import nonnegative, positive_int
 
 
 def optimal_bipartition(similarity: torch.Tensor) -> torch.Tensor:
@@ -104,9 +104,8 @@ class CFL(Algorithm):
                      check=nonnegative, symbol="ε2")
     split_after: int = hp(20, "no split before this round (the authors' warm-up)",
                           check=lambda n, v: positive_int(n, v, minimum=0), symbol="—")
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int, symbol="R")
+    lr: float = local_lr_hp()
+    local_rounds: int = local_rounds_hp()
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 

@@ -40,10 +40,10 @@ from typing import Callable
 import torch
 
 from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters,
-                             weighted_mean)
+                             clients_per_round_hp, hp, local_lr_hp, register,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
-from pfl_theory.validation import positive, positive_int
+from pfl_theory.validation import positive_int
 
 Project = Callable[[Params], Params]
 
@@ -125,7 +125,7 @@ class _Decoupled(Algorithm):
 
     client_models = ("personal",)
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     local_rounds: int = hp(10, "local SGD steps R per round on the body / jointly (one mini-batch each)",
                            check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters,
-                             weighted_mean)
+                             clients_per_round_hp, hp, local_lr_hp, register,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.decoupled import split_keys
 from algorithms.steps import local_sgd
@@ -86,7 +86,7 @@ class FedALA(Algorithm):
     client_models = ("local", "ala_weights")
     client_tensors = ("ala_started",)
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     ala_lr: float = hp(1.0, "learning rate η_W of the ALA weights", check=positive,
                        symbol="η_W")
     ala_layers: int = hp(1, "number p of higher layers aggregated element-wise",

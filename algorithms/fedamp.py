@@ -35,11 +35,11 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (NO_SYMBOL, State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, flatten, hp, one_of, register, unflatten,
-                             validate_hyperparameters)
+                             clients_per_round_hp, flatten, hp, local_lr_hp, local_rounds_hp,
+                             one_of, register, unflatten, validate_hyperparameters)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.steps import local_sgd, prox_steps
-from pfl_theory.validation import nonnegative, positive, positive_int
+from pfl_theory.validation import nonnegative, positive
 
 
 def _unit_interval(name, value):
@@ -88,9 +88,8 @@ class FedAMP(Algorithm):
                         check=one_of("fedamp", "heuristic"), symbol=NO_SYMBOL)
     self_weight: float = hp(0.5, "HeurFedAMP's self-attention ξ_ii", check=_unit_interval,
                             symbol="ξ_ii")
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int, symbol="R")
+    lr: float = local_lr_hp()
+    local_rounds: int = local_rounds_hp()
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters,
-                             weighted_mean)
+                             clients_per_round_hp, local_lr_hp, local_rounds_hp, register,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.contract import Algorithm, Phase, everyone, train_phase, with_server
 from algorithms.steps import local_sgd
-from pfl_theory.validation import positive, positive_int
 
 
 @register("fedavg")
@@ -32,9 +31,8 @@ class FedAvg(Algorithm):
     #: the rest: FedBN's "FedAvg" baseline
     batchnorm_statistics = True
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int, symbol="R")
+    lr: float = local_lr_hp()
+    local_rounds: int = local_rounds_hp()
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 
@@ -75,9 +73,8 @@ class Local(Algorithm):
     batchnorm_statistics = True     # local SGD moves BatchNorm statistics (--model mlp-bn)
     lazy_batches = True     # every client trains: one step's batch gathered at a time (LazyRows)
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int, symbol="R")
+    lr: float = local_lr_hp()
+    local_rounds: int = local_rounds_hp()
     batch_size: int = batch_size_hp()
 
     def __post_init__(self):

@@ -35,11 +35,11 @@ import torch
 import torch.nn.functional as F
 
 from algorithms.base import (Params, State, batch_size_hp, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters,
-                             weighted_mean)
+                             clients_per_round_hp, hp, local_lr_hp, register,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.models import Model
-from pfl_theory.validation import positive, positive_int
+from pfl_theory.validation import positive_int
 
 PREFIX = "component."
 
@@ -100,7 +100,7 @@ class FedEM(Algorithm):
 
     num_components: int = hp(3, "number M of mixture components", check=positive_int,
                              symbol="M")
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     local_rounds: int = hp(20, "local SGD steps R per round and component (one mini-batch each)",
                            check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()

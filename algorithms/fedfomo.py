@@ -33,12 +33,11 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, flatten, hp, register, sample_clients,
-                             unflatten, validate_hyperparameters)
+                             clients_per_round_hp, flatten, hp, local_lr_hp, local_rounds_hp,
+                             register, sample_clients, unflatten, validate_hyperparameters)
 from algorithms.contract import Algorithm, Phase, with_server
 from algorithms.features import client_rows
 from algorithms.steps import local_sgd
-from pfl_theory.validation import positive, positive_int
 
 #: floats of (participant × candidate model) parameter copies evaluated at once
 PAIR_BLOCK_FLOATS = 1 << 22
@@ -76,9 +75,8 @@ class FedFomo(Algorithm):
 
     client_models = ("personalized",)
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int, symbol="R")
+    lr: float = local_lr_hp()
+    local_rounds: int = local_rounds_hp()
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
     val_fraction: float = hp(0.2, "share of each client's rows held out for the weights",

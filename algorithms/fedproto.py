@@ -36,11 +36,12 @@ from dataclasses import dataclass
 import torch
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters)
+                             clients_per_round_hp, hp, local_lr_hp, local_rounds_hp, register,
+                             validate_hyperparameters)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.features import (all_rows_phase_parts, body_keys, class_sums, client_rows,
                                  feature_dim, features, head_keys, loss_grad)
-from pfl_theory.validation import nonnegative, positive, positive_int
+from pfl_theory.validation import nonnegative
 
 
 def prototype_penalty(protos: torch.Tensor, known: torch.Tensor, lam: float):
@@ -90,9 +91,8 @@ class FedProto(Algorithm):
 
     lam: float = hp(1.0, "weight λ of the prototype regulariser (paper/code default 1)",
                     check=nonnegative, symbol="λ")
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
-    local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
-                           check=positive_int, symbol="R")
+    lr: float = local_lr_hp()
+    local_rounds: int = local_rounds_hp()
     batch_size: int = batch_size_hp()
     clients_per_round: int = clients_per_round_hp()
 

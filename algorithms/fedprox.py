@@ -26,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters,
-                             weighted_mean)
+                             clients_per_round_hp, hp, local_lr_hp, register,
+                             validate_hyperparameters, weighted_mean)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
-from pfl_theory.validation import nonnegative, positive, positive_int
+from pfl_theory.validation import nonnegative, positive_int
 
 
 def proximal_sgd(model, params: Params, anchor: Params, x, y, *, lr: float, mu: float) -> Params:
@@ -52,7 +52,7 @@ class FedProx(Algorithm):
 
     mu: float = hp(1.0, "proximal coefficient μ of h_k(w; w^t) = F_k(w) + μ/2‖w − w^t‖² "
                    "(0: FedAvg)", check=nonnegative, symbol="μ")
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     local_rounds: int = hp(20, "local SGD steps R per round (one mini-batch each)",
                            check=positive_int, symbol="E")
     batch_size: int = batch_size_hp()

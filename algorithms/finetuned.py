@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
-                             clients_per_round_hp, hp, register, validate_hyperparameters)
+                             clients_per_round_hp, hp, local_lr_hp, register,
+                             validate_hyperparameters)
 from algorithms.contract import Algorithm, Phase, everyone, train_phase, with_server
 from algorithms.decoupled import (aggregate, check_aggregation, merge, param_count,
                                   partial_sgd, split_keys, subset)
@@ -82,7 +83,7 @@ class FedBABU(_FineTuned):
     """FedBABU (Oh, Kim, Yun, ICLR 2022, arXiv 2106.06042): η = ``lr`` for the body, R =
     ``local_rounds``, |D| = ``batch_size``, S = ``clients_per_round``; fine-tuning options are
     toolkit choices (no paper symbol)."""
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     local_rounds: int = hp(10, "local SGD steps R per round on the body (one mini-batch each)",
                            check=positive_int, symbol="R")
     batch_size: int = batch_size_hp()

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algorithms.base import (Params, State, batch_size_hp, check_clients_per_round, hp, register,
-                             validate_hyperparameters)
+from algorithms.base import (Params, State, batch_size_hp, check_clients_per_round, hp,
+                             local_lr_hp, register, validate_hyperparameters)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.plgu_lf import check_sam_options
 from algorithms.sam import perturbation
@@ -110,7 +110,7 @@ class PFedHN(Algorithm):
 
     server_rows = {"embeddings": 0}
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     local_rounds: int = hp(20, "local SGD steps K per round (one mini-batch each)",
                            check=positive_int, symbol="K")
     batch_size: int = batch_size_hp()

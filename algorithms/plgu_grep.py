@@ -40,14 +40,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round, hp,
-                             register, sq_distance, validate_hyperparameters)
+                             local_lr_hp, register, sq_distance, validate_hyperparameters)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.decoupled import aggregate, check_aggregation, merge, partial_sgd, \
     split_keys, subset
 from algorithms.plgu_lf import check_sam_options
 from algorithms.plgu_scores import ZERO_POLICIES, personalization_scores
 from algorithms.sam import sam_gradient
-from pfl_theory.validation import positive, positive_int
+from pfl_theory.validation import positive_int
 
 EQ13 = ("corrected", "printed")
 
@@ -64,7 +64,7 @@ class PLGUGRep(Algorithm):
     #: the head, which the one-layer default ``mlr`` does not have
     default_model: ClassVar[str] = "mlp"
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     head_steps: int = hp(10, "local SGD steps K on the head (body fixed) before the body update",
                          check=positive_int, symbol="K")
     batch_size: int = batch_size_hp()

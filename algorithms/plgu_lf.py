@@ -55,11 +55,12 @@ from typing import Sequence
 import torch
 
 from algorithms.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round, hp,
-                             register, sq_distance, validate_hyperparameters, weighted_mean)
+                             local_lr_hp, register, sq_distance, validate_hyperparameters,
+                             weighted_mean)
 from algorithms.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.plgu_scores import personalization_scores, top_layers
 from algorithms.sam import EXPONENTS, dual_exponent, sam_gradient
-from pfl_theory.validation import nonnegative, positive, positive_int
+from pfl_theory.validation import nonnegative, positive_int
 
 SCALINGS = ("scores", "identity")
 
@@ -106,7 +107,7 @@ class _SAMFields(Algorithm):
     ``clients_per_round``, ρ = ``rho``, p = ``p_norm`` (ℓ_p ball), ``exponent`` = eq. 5's
     denominator exponent reading."""
 
-    lr: float = hp(0.02, "local SGD learning rate η", check=positive, symbol="η")
+    lr: float = local_lr_hp()
     local_rounds: int = hp(20, "local steps K per round (one mini-batch each)", check=positive_int,
                            symbol="K")
     batch_size: int = batch_size_hp()

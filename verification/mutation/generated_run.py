@@ -113,9 +113,9 @@ def run_generated(checks: dict[str, Check], *, only: str | None = None,
             replacement = mutant.wrap(getattr(importlib.import_module(mod), fn), tracker)
             start = time.perf_counter()
             changes, timed_out = [], False
+            _clear_caches()  # once per mutant: its checks may share experiments run under it
             with patched(mod, fn, replacement):
                 for cid in cids:
-                    _clear_caches()
                     try:
                         with np.errstate(all="ignore"), _time_limit(CHECK_TIMEOUT_S):
                             v = run_check(pool[cid], size="quick", seed=0).verdict

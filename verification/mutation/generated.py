@@ -128,11 +128,21 @@ class Tracker:
 
 
 def _on_result(fn: Callable[[float], float]):
+    """Mutate every float of the result; applied (``hit``) only when the result holds a
+    float (a symbolic or integer result is left alone: an equivalent mutant, not counted)."""
     def wrap(f, t: Tracker):
         @functools.wraps(f)
         def g(*a, **k):
-            t.hit()
-            return map_floats(f(*a, **k), fn)
+            seen = []
+
+            def counted(r: float) -> float:
+                seen.append(r)
+                return fn(r)
+
+            out = map_floats(f(*a, **k), counted)
+            if seen:
+                t.hit()
+            return out
         return g
     return wrap
 

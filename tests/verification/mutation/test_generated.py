@@ -73,3 +73,10 @@ def test_patched_replaces_reexports_and_restores():
     with G.patched("pfl_theory.ppfe_bounds", "corollary2_terms", lambda **k: {"total": -1.0}):
         assert ppfe.corollary2_terms()["total"] == -1.0  # the re-export in pfl_theory.ppfe
     assert ppfe.corollary2_terms is original
+
+
+def test_a_result_without_floats_is_not_counted_as_mutated():
+    m = next(m for m in G.mutants_of("pfl_theory.ppfe_covering", "fc_parameter_count")
+             if m.label == "x2")
+    t = G.Tracker()
+    assert m.wrap(ppfe.fc_parameter_count, t)([3, 1]) == 4 and t.hits == 0  # an int: unchanged

@@ -46,15 +46,12 @@ import inspect
 import math
 import random
 import sys
-import time
 import types
-from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from verification.core.registry import Check, Verdict, run_check
 
 FORMULA_MODULES = ("pfl_theory.pfedme", "pfl_theory.cgpfl", "pfl_theory.plgu",
                    "pfl_theory.ppfe_bounds", "pfl_theory.ppfe_covering", "pfl_theory.rates")
@@ -131,11 +128,21 @@ class Tracker:
 
 
 def _on_result(fn: Callable[[float], float]):
+    """Mutate every float of the result; applied (``hit``) only when the result holds a
+    float (a symbolic or integer result is left alone: an equivalent mutant, not counted)."""
     def wrap(f, t: Tracker):
         @functools.wraps(f)
         def g(*a, **k):
-            t.hit()
-            return map_floats(f(*a, **k), fn)
+            seen = []
+
+            def counted(r: float) -> float:
+                seen.append(r)
+                return fn(r)
+
+            out = map_floats(f(*a, **k), counted)
+            if seen:
+                t.hit()
+            return out
         return g
     return wrap
 
@@ -285,7 +292,7 @@ def mutants_of(module: str, function: str, *, limit: int = MAX_PER_FUNCTION,
     return picked
 
 
-# ----------------------------------------------------------------------------- probe and run
+# ----------------------------------------------------------------------------- functions, patching
 def formula_functions() -> list[tuple[str, str]]:
     """(module, name) of every public function defined in :data:`FORMULA_MODULES`."""
     out = []
@@ -327,149 +334,3 @@ def clear_caches() -> None:
                 value.cache_clear()
 
 
-_clear_caches = clear_caches
-
-
-def probe(checks: dict[str, Check], functions: Sequence[tuple[str, str]]
-          ) -> tuple[dict[tuple[str, str], list[str]], dict[str, Verdict]]:
-    """Which checks call which formula function, and each check's baseline verdict."""
-    calls: dict[tuple[str, str], set[str]] = defaultdict(set)
-    current: list[str] = []
-    baseline: dict[str, Verdict] = {}
-    with contextlib.ExitStack() as stack:
-        for mod, fn in functions:
-            original = getattr(importlib.import_module(mod), fn)
-
-            def counting(*a, __o=original, __key=(mod, fn), **k):
-                if current:
-                    calls[__key].add(current[0])
-                return __o(*a, **k)
-
-            stack.enter_context(patched(mod, fn, functools.wraps(original)(counting)))
-        for cid, chk in checks.items():
-            current[:] = [cid]
-            _clear_caches()
-            baseline[cid] = run_check(chk, size="quick", seed=0).verdict
-        current.clear()
-    _clear_caches()
-    return {k: sorted(v) for k, v in calls.items()}, baseline
-
-
-@dataclass(frozen=True)
-class GeneratedResult:
-    mutant: GeneratedMutant
-    exercised: bool  # applied at least once and never rejected by input validation
-    changes: tuple[str, ...]  # "check (kind): BASE → NEW"
-    seconds: float
-    invalid: bool = False  # the mutated call raised ValueError (left out of the rates)
-    timed_out: bool = False  # a check ran past CHECK_TIMEOUT_S (left out of the rates)
-
-    @property
-    def killed(self) -> bool:
-        return bool(self.changes)
-
-    @property
-    def only_informative(self) -> bool:
-        """Killed only by VACUOUS → HOLDS changes: the wrong formula made a vacuous bound look
-        informative — a verdict change, but not a refutation (reported apart)."""
-        return self.killed and all(c.endswith("VACUOUS → HOLDS") for c in self.changes)
-
-
-class _Timeout(BaseException):
-    """Raised by the alarm; a BaseException so that run_check does not turn it into ERROR."""
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: int) -> Iterator[None]:
-    import signal
-
-    if not hasattr(signal, "SIGALRM"):  # pragma: no cover - not on Windows
-        yield
-        return
-
-    def handler(signum, frame):
-        raise _Timeout()
-
-    previous = signal.signal(signal.SIGALRM, handler)
-    signal.alarm(int(seconds))
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def run_generated(checks: dict[str, Check], *, only: str | None = None,
-                  limit: int = MAX_PER_FUNCTION, echo: bool = True
-                  ) -> tuple[list[GeneratedResult], list[str], dict[tuple[str, str], list[str]]]:
-    """Probe, generate, run (module docstring).  Returns (results, unchecked functions,
-    function → checks)."""
-    import fnmatch
-
-    pool = {cid: c for cid, c in checks.items() if c.kind in PROBE_KINDS}
-    functions = formula_functions()
-    users, baseline = probe(pool, functions)
-    unchecked = [f"{m}:{f}" for m, f in functions if (m, f) not in users]
-    results = []
-    for (mod, fn), cids in sorted(users.items()):
-        for mutant in mutants_of(mod, fn, limit=limit):
-            if only and not fnmatch.fnmatchcase(mutant.name, only):
-                continue
-            tracker = Tracker()
-            replacement = mutant.wrap(getattr(importlib.import_module(mod), fn), tracker)
-            start = time.perf_counter()
-            changes, timed_out = [], False
-            with patched(mod, fn, replacement):
-                for cid in cids:
-                    _clear_caches()
-                    try:
-                        with np.errstate(all="ignore"), _time_limit(CHECK_TIMEOUT_S):
-                            v = run_check(pool[cid], size="quick", seed=0).verdict
-                    except _Timeout:
-                        timed_out = True
-                        continue
-                    if v is not baseline[cid]:
-                        changes.append(f"{cid} ({pool[cid].kind}): {baseline[cid].value} → "
-                                       f"{v.value}")
-            _clear_caches()
-            r = GeneratedResult(mutant, tracker.hits > 0 and not tracker.invalid
-                                and not timed_out, tuple(changes),
-                                time.perf_counter() - start, tracker.invalid > 0, timed_out)
-            results.append(r)
-            if echo:
-                status = ("KILLED  " if r.killed else "SURVIVED") if r.exercised else \
-                    ("TIMEOUT " if r.timed_out else "INVALID " if r.invalid else "UNUSED  ")
-                print(f"{status} {mutant.name:55s} [{mutant.kind}] "
-                      f"{'; '.join(changes) or ', '.join(cids)}", flush=True)
-    return results, unchecked, users
-
-
-def kill_rates(results: Sequence[GeneratedResult], checks: dict[str, Check],
-               users: dict[tuple[str, str], list[str]]) -> dict[str, dict[str, tuple[int, int]]]:
-    """``{"mutant kind": {kind: (killed, exercised)}, "check kind": {kind: (killed by a
-    check of that kind, exercised mutants that ran a check of that kind)}, "all": {...}}``."""
-    used = [r for r in results if r.exercised]
-    by_mutant: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    by_check: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in used:
-        by_mutant[r.mutant.kind][0] += r.killed
-        by_mutant[r.mutant.kind][1] += 1
-        kinds_run = {checks[c].kind for c in users[(r.mutant.module, r.mutant.function)]}
-        kinds_killing = {ch.split(" (", 1)[1].split(")", 1)[0] for ch in r.changes}
-        for kind in kinds_run:
-            by_check[kind][0] += kind in kinds_killing
-            by_check[kind][1] += 1
-    return {"mutant kind": {k: tuple(v) for k, v in sorted(by_mutant.items())},
-            "check kind": {k: tuple(v) for k, v in sorted(by_check.items())},
-            "all": {"all": (sum(r.killed for r in used), len(used)),
-                    "all, not counting VACUOUS → HOLDS alone":
-                        (sum(r.killed and not r.only_informative for r in used), len(used))}}
-
-
-def format_rates(rates: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
-    lines = []
-    for group, table in rates.items():
-        cells = ", ".join(f"{k} {a}/{b} ({100 * a / b:.0f}%)" if b else f"{k} 0/0"
-                          for k, (a, b) in table.items())
-        lines.append(f"kill rate by checks alone, per {group}: {cells}")
-    return lines

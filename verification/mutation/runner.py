@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from verification.mutation import generated as G
+from verification.mutation import generated_run as G
 from verification.mutation.catalogue import CATALOGUE, EXPLAINED_SURVIVORS, Mutant
 from verification.mutation.generated import clear_caches as _clear_caches
 from verification.core.registry import Check, Verdict, run_check

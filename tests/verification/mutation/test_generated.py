@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from pfl_theory import ppfe
-from verification.core.registry import Check, Outcome
 from verification.mutation import generated as G
 
 
@@ -76,23 +75,8 @@ def test_patched_replaces_reexports_and_restores():
     assert ppfe.corollary2_terms is original
 
 
-def test_kill_rates_per_mutant_kind_and_check_kind():
-    chk = {c: Check(id=c, paper="P", reference="R", kind=k, fn=lambda ctx: Outcome(0, 0, True),
-                    tolerance=None, tolerance_reason="")
-           for c, k in (("a", "bound"), ("b", "envelope"))}
-    users = {("m", "f"): ["a", "b"]}
-
-    def res(kind, changes, exercised=True):
-        m = G.GeneratedMutant("m", "f", kind, kind, lambda f, t: f)
-        return G.GeneratedResult(m, exercised, tuple(changes), 0.0)
-
-    results = [res("constant", ["b (envelope): FAILS → HOLDS"]),
-               res("constant", []),
-               res("exponent", ["a (bound): VACUOUS → HOLDS"]),
-               res("swapped", ["a (bound): HOLDS → FAILS"], exercised=False)]
-    rates = G.kill_rates(results, chk, users)
-    assert rates["mutant kind"] == {"constant": (1, 2), "exponent": (1, 1)}
-    assert rates["check kind"] == {"bound": (1, 3), "envelope": (1, 3)}
-    assert rates["all"]["all"] == (2, 3)
-    assert rates["all"]["all, not counting VACUOUS → HOLDS alone"] == (1, 3)
-    assert any("constant 1/2 (50%)" in line for line in G.format_rates(rates))
+def test_a_result_without_floats_is_not_counted_as_mutated():
+    m = next(m for m in G.mutants_of("pfl_theory.ppfe_covering", "fc_parameter_count")
+             if m.label == "x2")
+    t = G.Tracker()
+    assert m.wrap(ppfe.fc_parameter_count, t)([3, 1]) == 4 and t.hits == 0  # an int: unchanged

@@ -1,0 +1,71 @@
+"""Running generated mutants (verification/mutation/generated_run.py): the probe finds the
+checks that call a formula, a mutant that moves the formula past a check's margin is killed,
+one that cannot is not, and the kill-rate bookkeeping."""
+
+from __future__ import annotations
+
+from pfl_theory import ppfe
+from verification.core.registry import Check, Outcome
+from verification.mutation import generated as G
+from verification.mutation import generated_run as R
+
+
+KW = dict(width=2.0, depth=1, num_stages=2, n=40, num_clients=10, gamma_w=1.0, delta=0.05)
+#: the unmutated value (this tests the mutation machinery, not the formula)
+UNMUTATED = ppfe.corollary2_terms(**KW)["total"]
+
+
+def _fake_checks():
+    def tight(ctx):  # a fake identity check pinned to the unmutated value
+        value = ppfe.corollary2_terms(**KW)["total"]
+        return Outcome(value, UNMUTATED, abs(value / UNMUTATED - 1) < 1e-6)
+
+    def unrelated(ctx):
+        return Outcome(1.0, 1.0, True)
+
+    mk = lambda cid, fn: Check(id=cid, paper="P", reference="R", kind="identity", fn=fn,
+                               tolerance=1e-6, tolerance_reason="float64")
+    return {"fake.tight": mk("fake.tight", tight), "fake.unrelated": mk("fake.unrelated",
+                                                                        unrelated)}
+
+
+def test_probe_maps_formulas_to_the_checks_that_call_them():
+    users, baseline = R.probe(_fake_checks(), [("pfl_theory.ppfe_bounds", "corollary2_terms"),
+                                              ("pfl_theory.ppfe_bounds", "theorem7_terms")])
+    assert users == {("pfl_theory.ppfe_bounds", "corollary2_terms"): ["fake.tight"]}
+    assert baseline["fake.tight"].value == "HOLDS"
+
+
+def test_run_generated_kills_what_moves_the_formula(monkeypatch):
+    monkeypatch.setattr(R, "formula_functions",
+                        lambda: [("pfl_theory.ppfe_bounds", "corollary2_terms")])
+    results, unchecked, users = R.run_generated(_fake_checks(), limit=6, echo=False)
+    assert unchecked == [] and len(results) == 6
+    by_label = {r.mutant.label: r for r in results}
+    assert by_label["x2"].killed and by_label["x0.5"].killed
+    assert all("fake.tight (identity): HOLDS → FAILS" in r.changes[0]
+               for r in results if r.killed)
+    rates = R.kill_rates(results, _fake_checks(), users)
+    assert rates["check kind"]["identity"][1] == sum(r.exercised for r in results)
+
+
+def test_kill_rates_per_mutant_kind_and_check_kind():
+    chk = {c: Check(id=c, paper="P", reference="R", kind=k, fn=lambda ctx: Outcome(0, 0, True),
+                    tolerance=None, tolerance_reason="")
+           for c, k in (("a", "bound"), ("b", "envelope"))}
+    users = {("m", "f"): ["a", "b"]}
+
+    def res(kind, changes, exercised=True):
+        m = G.GeneratedMutant("m", "f", kind, kind, lambda f, t: f)
+        return R.GeneratedResult(m, exercised, tuple(changes), 0.0)
+
+    results = [res("constant", ["b (envelope): FAILS → HOLDS"]),
+               res("constant", []),
+               res("exponent", ["a (bound): VACUOUS → HOLDS"]),
+               res("swapped", ["a (bound): HOLDS → FAILS"], exercised=False)]
+    rates = R.kill_rates(results, chk, users)
+    assert rates["mutant kind"] == {"constant": (1, 2), "exponent": (1, 1)}
+    assert rates["check kind"] == {"bound": (1, 3), "envelope": (1, 3)}
+    assert rates["all"]["all"] == (2, 3)
+    assert rates["all"]["all, not counting VACUOUS → HOLDS alone"] == (1, 3)
+    assert any("constant 1/2 (50%)" in line for line in R.format_rates(rates))

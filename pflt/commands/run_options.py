@@ -10,13 +10,23 @@ from the saved run — another algorithm, other hyper-parameters — is an error
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from pflt.cli import UserError
+# the data options and the saved options live in their own modules; their names are part of
+# this module's interface (``opts.data_spec``, ``opts.saved``, ``opts.read_saved`` …)
+from pflt.commands import _run_data, _run_saved
+from pflt.commands._run_data import (FEATURE_SHIFT_ONLY, LABEL_SKEW_ONLY, SYNTHETIC_ONLY,
+                                     data_dict, data_spec)
+from pflt.commands._run_saved import NOT_SAVED, SAVED_REQUIRED, saved
+
+__all__ = ["FEATURE_SHIFT_ONLY", "LABEL_SKEW_ONLY", "SYNTHETIC_ONLY", "NOT_SAVED",
+           "SAVED_REQUIRED", "check_data_options", "data_dict", "data_spec", "read_saved",
+           "saved", "add_options", "resolve", "load_config", "coerce", "help_text",
+           "default_rounds", "schedule_note", "hyperparameter_options", "MODELS",
+           "RESUMABLE", "DEFAULT_ROUNDS", "STEP_SUFFIXES", "MAX_STEPS"]
 from pflt.out_lock import out_dir
 
 if sys.version_info >= (3, 11):
@@ -292,6 +302,18 @@ def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
     return out
 
 
+def read_saved(path: Path, known: set[str] = frozenset()) -> dict[str, Any]:
+    """A run's saved options, checked key by key (:func:`pflt.commands._run_saved.read_saved`
+    with this command line's options)."""
+    return _run_saved.read_saved(path, known, _actions(), coerce)
+
+
+def check_data_options(values: dict[str, Any]) -> None:
+    """Data options the chosen ``--data``/``--partition`` would ignore are an error
+    (:func:`pflt.commands._run_data.check_data_options` with these options' defaults)."""
+    _run_data.check_data_options(values, {d: a.default for d, a in _actions().items()})
+
+
 def resolve(args: argparse.Namespace) -> dict[str, Any]:
     """One options dict from defaults < config < explicit command line (< saved run)."""
     from algorithms.base import get_algorithm, hyperparameters
@@ -309,12 +331,12 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
             raise FileNotFoundError(f"{values['resume']} has no run_options.json to resume")
         if values.get("overwrite"):
             raise UserError("--overwrite does not apply to --resume (it continues the run)")
-        saved = read_saved(saved_path, set(values))
-        clash = sorted(k for k in explicit - RESUMABLE if values[k] != saved.get(k))
+        before = read_saved(saved_path, set(values))
+        clash = sorted(k for k in explicit - RESUMABLE if values[k] != before.get(k))
         if clash:
             raise UserError(f"--resume: {', '.join(clash)} differ from the saved run "
-                            f"({', '.join(f'{k}={saved.get(k)!r}' for k in clash)})")
-        for k, v in saved.items():
+                            f"({', '.join(f'{k}={before.get(k)!r}' for k in clash)})")
+        for k, v in before.items():
             if k not in explicit or k not in RESUMABLE:
                 values[k] = v
         values["out"] = values["resume"]
@@ -368,45 +390,6 @@ STEP_SUFFIXES = ("_steps", "_rounds", "_layers", "_restarts", "_components", "fo
 MAX_STEPS = 100_000
 BUDGETS = ("total_rounds",)     # a schedule over all rounds, not work per round
 
-#: keys every saved ``run_options.json`` has (others — hyper-parameters, options added later —
-#: take their defaults when absent)
-SAVED_REQUIRED = ("algorithm", "model", "hidden", "l2", "rounds", "seed", "data_seed",
-                  "eval_every", "checkpoint_every", "dtype", "data", "clients",
-                  "synthetic_alpha", "synthetic_beta", "partition", "classes_per_client",
-                  "class_assignment", "replace", "size_range", "dirichlet_alpha",
-                  "train_fraction", "max_client_size")
-#: options that are not saved with a run
-NOT_SAVED = ("hyperparameters", "resume", "config", "model_chosen", "overwrite", "plugin")
-
-
-def read_saved(path: Path, known: set[str] = frozenset()) -> dict[str, Any]:
-    """The options saved in a run's ``run_options.json``, each checked as the command line
-    checks it (:func:`coerce`); a file that is not such an object, a missing or unknown key
-    or a value of the wrong type is a one-line error naming the file and the key.  ``known``:
-    the other keys the reading command saves (``flower-sim``'s own options)."""
-    from algorithms.run_files import RunFileError, read_object
-
-    saved = read_object(path)
-    # runs saved before --data-seed / --class-assignment existed drew the data from
-    # --seed with a random label assignment: resume them on the same data
-    saved.setdefault("data_seed", saved.get("seed", 0))
-    saved.setdefault("class_assignment", "random")
-    saved.setdefault("replace", False)
-    actions = _actions()
-    for key in SAVED_REQUIRED:
-        if key not in saved:
-            raise RunFileError(path, key, "missing")
-    for key, value in saved.items():
-        if key in known - set(actions):
-            continue
-        if key not in actions or key in NOT_SAVED:
-            raise RunFileError(path, key, "not an option of pflt run")
-        if value is None and (actions[key].default is None or key.startswith("hp_")):
-            continue
-        saved[key] = coerce(key, value, actions[key], str(path))
-    return saved
-
-
 def default_rounds(algorithm) -> int:
     """``--rounds`` when none is given: the algorithm's own schedule length
     (``schedule_rounds()``, e.g. PPFE's ``total_rounds``) where it has one, else
@@ -431,56 +414,3 @@ def schedule_note(algorithm, model, rounds: int) -> str | None:
         note += (f": {done} of its {len(per)} stages finish, {started} start (stages start "
                  f"at rounds {', '.join(map(str, starts))})")
     return note + f"; pass --rounds {own()} (or a smaller budget) to run them all"
-
-
-#: data options that only some --data / --partition use (the others ignore them)
-LABEL_SKEW_ONLY = ("classes_per_client", "class_assignment", "replace", "size_range")
-SYNTHETIC_ONLY = ("synthetic_alpha", "synthetic_beta")
-FEATURE_SHIFT_ONLY = ("shift_rotation", "shift_contrast", "shift_noise")
-
-
-def check_data_options(values: dict[str, Any]) -> None:
-    """A data option set (command line or config) to a non-default value that the chosen
-    ``--data``/``--partition`` would ignore is an error, as ``--hidden`` with ``--model mlr``:
-    the run would otherwise record e.g. ``partition = "dirichlet"`` for synthetic data it
-    drew without any partition."""
-    defaults = {dest: action.default for dest, action in _actions().items()}
-    if str(values["data"]) in ("synthetic", "synthetic-iid"):
-        unused = ("partition", *LABEL_SKEW_ONLY, "dirichlet_alpha", *FEATURE_SHIFT_ONLY)
-        where = f"--data {values['data']} (they partition real data: digits, mnist5k, mnist:DIR …)"
-    else:
-        unused = SYNTHETIC_ONLY + (() if values["partition"] == "label-skew" else LABEL_SKEW_ONLY)
-        unused += () if values["partition"] == "dirichlet" else ("dirichlet_alpha",)
-        unused += () if values["partition"] == "feature-shift" else FEATURE_SHIFT_ONLY
-        where = f"--data {values['data']} --partition {values['partition']}"
-    given = [k for k in unused if values.get(k) != defaults.get(k)
-             and not (k == "size_range" and values.get(k) is None)]
-    if given:
-        raise UserError(f"option(s) {', '.join('--' + k.replace('_', '-') for k in given)} "
-                        f"do not apply to {where}")
-
-
-def saved(options: dict[str, Any]) -> dict[str, Any]:
-    """The options to store with a run (for ``--resume``)."""
-    return {k: v for k, v in options.items() if k not in NOT_SAVED}
-
-
-def data_spec(options: dict[str, Any]):
-    from synthetic.sources import DataSpec
-
-    return DataSpec(data=options["data"], num_clients=options["clients"],
-                    alpha=options["synthetic_alpha"], beta=options["synthetic_beta"],
-                    partition=options["partition"],
-                    classes_per_client=options["classes_per_client"],
-                    class_assignment=options["class_assignment"], replace=options["replace"],
-                    size_range=tuple(options["size_range"]) if options["size_range"] else None,
-                    dirichlet_alpha=options["dirichlet_alpha"],
-                    shift_rotation=options.get("shift_rotation", DataSpec.shift_rotation),
-                    shift_contrast=options.get("shift_contrast", DataSpec.shift_contrast),
-                    shift_noise=options.get("shift_noise", DataSpec.shift_noise),
-                    train_fraction=options["train_fraction"],
-                    max_client_size=options["max_client_size"], seed=options["data_seed"])
-
-
-def data_dict(spec) -> dict[str, Any]:
-    return dataclasses.asdict(spec)

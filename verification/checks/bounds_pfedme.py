@@ -38,10 +38,11 @@ from pfl_theory.constants import mlr_constants, quadratic_constants
 from pfl_theory.threads import single_threaded
 from verification.estimators import federation as est
 from verification.experiments import pfedme_quadratic as ex
-from verification.experiments.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, MLRAllL2, averaged,
-                                     beta_for, doubling_grid, envelope_with_mutation,
-                                     inner_residual, mlr_federation, quadratic_gap, ratio_ends,
-                                     trajectory)
+from verification.experiments.bound_runs import (ENVELOPE_FACTOR, FACTOR_REASON, MLRAllL2,
+                                                 averaged, beta_for, doubling_grid,
+                                                 envelope_with_mutation, inner_residual,
+                                                 mlr_federation, quadratic_gap, ratio_ends,
+                                                 trajectory, with_test_mutation)
 from verification.core.registry import Context, Outcome, check
 from verification.worst_case.analysis import exponent_sentence, theorem1_exponents
 from verification.worst_case.outcome import upper_bound_grid_outcome
@@ -141,17 +142,7 @@ def upper_bound_with_mutation(measured, shape, params: dict, **kw) -> Outcome:
     <= the bound with constants 1 at every T; the spread along T is the bound's growing
     looseness, reported — issue 24) with the test mutations of
     :func:`verification.experiments.bound_runs.envelope_with_mutation` applied."""
-    m = np.array(measured, dtype=float)
-    g = np.array(shape, dtype=float)
-    mut = params.get("mutate")
-    if mut is not None:
-        kind, factor = mut
-        if kind == "inflate_last":
-            m[-1] *= float(factor)
-        elif kind == "shape_is_measured":
-            g = float(factor) * m
-        else:
-            raise ValueError(f"unknown mutation {kind!r}")
+    m, g = with_test_mutation(measured, shape, params)
     return upper_bound_grid_outcome(m, g, **kw)
 
 

@@ -36,8 +36,10 @@ FACTOR_REASON = ("ratio measured/shape within 2.5x over >= 1.5 decades of the va
                  "exponent off by 1/2 moves it by 5.6")
 
 
-def envelope_with_mutation(measured, shape, params: dict, **kw) -> Outcome:
-    """:func:`envelope_outcome` with the test mutations of the module docstring applied."""
+def with_test_mutation(measured, shape, params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``(measured, shape)`` as float arrays with the test mutation of ``params["mutate"]``
+    (module docstring) applied: ``("inflate_last", f)`` multiplies the last measurement,
+    ``("shape_is_measured", f)`` replaces the shape by ``f × measured``."""
     m = np.array(measured, dtype=float)
     g = np.array(shape, dtype=float)
     mut = params.get("mutate")
@@ -49,6 +51,12 @@ def envelope_with_mutation(measured, shape, params: dict, **kw) -> Outcome:
             g = float(factor) * m
         else:
             raise ValueError(f"unknown mutation {kind!r}")
+    return m, g
+
+
+def envelope_with_mutation(measured, shape, params: dict, **kw) -> Outcome:
+    """:func:`envelope_outcome` with the test mutations of the module docstring applied."""
+    m, g = with_test_mutation(measured, shape, params)
     return envelope_outcome(m, g, factor=ENVELOPE_FACTOR, **kw)
 
 

@@ -118,7 +118,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every k rounds")
     g.add_argument("--out", type=out_dir, default="runs/latest", help="output directory (default runs/latest)")
     g.add_argument("--overwrite", action="store_true",
-                   help="replace the files of another run in --out (default: refuse to mix runs)")
+                   help="replace another run's files in --out (default: refuse)")
     g.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     g.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="float type")
     g.add_argument("--threads", type=int, default=None,
@@ -146,12 +146,11 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
                    help="label-skew: client sizes uniform in [LO, HI]")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
-                   help="feature-shift: client rotations uniform in [-DEG, DEG] (default 45; "
-                        "0 for non-image data)")
+                   help="feature-shift: rotations U[-DEG, DEG] (45; 0: non-images)")
     d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
-                   help="feature-shift: contrast factors log-uniform in [1/F, F] (default 2)")
+                   help="feature-shift: contrast log-uniform in [1/F, F] (2)")
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
-                   help="feature-shift: noise std uniform in [0, S] pixel units (default 0.1)")
+                   help="feature-shift: noise std U[0, S] (0.1)")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "

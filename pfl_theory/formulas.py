@@ -185,6 +185,15 @@ FORMULAS: tuple[Formula, ...] = (
             ("pfl_theory.cgpfl_matrices.global_aggregation", "pfl_theory.kmeans.kmeans",
              "pfl_theory.kmeans.match_clusters", "pfl_theory.kmeans.align_result",
              "pfl_theory.kmeans.lloyd", "pfl_theory.kmeans.inertia", "algorithms.cgpfl.project")),
+    Formula("A.5", "CGPFL with a fixed assignment over a first-order oracle (Q^t = I)", CGPFL,
+            "Algorithm 1 steps 2 and 4; ICLR appendix A.3 (Ω^{t+1} = Ω^t − α̂H_IP)", "DERIVED",
+            "Exact personalized solutions θ̂_i = prox_{f_i/λ}; ∇G_k = mean_{i∈C_k} c(ω_k − θ̂_i) "
+            "(the proof's H_IP, so that the update is a step α̂ = Rαβ on G_k at R = 1) is the "
+            "gradient of G_k = (c/λ)·mean F_i (Moreau envelopes); the engine records "
+            "(2K/N)Σ_{i∈C_k}(ω_k − θ̃_i), K|C_k| times larger.",
+            ("pfl_theory.oracle_methods.cgpfl_local", "pfl_theory.oracle_methods.cgpfl_round",
+             "pfl_theory.oracle_methods.cgpfl_context_grad",
+             "pfl_theory.oracle_methods.cgpfl_context_value")),
     Formula("A.7", "Zero cross-term Σ_k [v(Q − I_K)]_k = 0", CGPFL, "ICLR eq. (19)", "SEED",
             "Holds for any row-stochastic Q.", ("pfl_theory.cgpfl_matrices.zero_cross_term",)),
     Formula("A.7", "Theorem 4.1 (convergence of the generalized models) and α̂₀", CGPFL,

@@ -25,7 +25,15 @@ Methods (paper, equation; the readings are those of docs/formulas.md):
 * FedAvg (McMahan et al., AISTATS 2017) with R local gradient steps and the uniform mean
   (the engine's sample-weighted mean equals it with equal client sizes);
 * Per-FedAvg's first-order local step (Fallah, Mokhtari, Ozdaglar, NeurIPS 2020, Algorithm
-  1, FO): w̃ = w − α∇f(w), w ← w − β∇f(w̃).
+  1, FO): w̃ = w − α∇f(w), w ← w − β∇f(w̃);
+* CGPFL with a fixed assignment (Tang, Guo, Guo, IJCAI 2022, Algorithm 1, docs/formulas.md
+  §A.5; P^t constant, so Q^t = I): client i in context k runs R local steps
+  ω̃ ← ω̃ − β·c·(ω̃ − θ̃_i(ω̃)) with the exact personalized solution θ̃_i = prox_{f_i/λ}
+  (the paper's c = 2/N: h = ∇_{ω_i}G), then ω_k⁺ = (1 − α)ω_k + α·mean_{i∈C_k} ω̃_{i,R}
+  (step 4).  The generalized model's gradient in the proof's reading (ICLR appendix A.3,
+  Ω^{t+1} = Ω^t − α̂H_IP at Q = I): ∇G_k(ω_k) = mean_{i∈C_k} c(ω_k − θ̂_i(ω_k)); with the
+  exact prox this is the gradient of G_k = (c/λ)·mean_{i∈C_k} F_i (F_i the Moreau envelope
+  with parameter λ, pFedMe eq. 6), the value used for Δ_G.
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ import numpy as np
 
 __all__ = ["QuadraticOracle", "average", "envelope_prox", "envelope_grad", "envelope_value",
            "inexact_prox", "pfedme_local", "pfedme_round", "fedavg_local", "fedavg_round",
-           "perfedavg_fo_local", "perfedavg_fo_round"]
+           "perfedavg_fo_local", "perfedavg_fo_round", "cgpfl_local", "cgpfl_round",
+           "cgpfl_context_grad", "cgpfl_context_value"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +161,47 @@ def perfedavg_fo_round(clients: Sequence[Any], w: Any, *, alpha: float, beta: fl
     """Per-FedAvg (FO) round with every client, uniform mean."""
     return average([perfedavg_fo_local(f, w, alpha=alpha, beta=beta, local_steps=local_steps)
                     for f in clients])
+
+
+# ------------------------------------------------------------- CGPFL, fixed assignment
+def cgpfl_local(f: Any, omega: Any, *, lam: float, lr: float, scale: float,
+                local_rounds: int) -> Any:
+    """One client's step 2 of CGPFL (Algorithm 1) with the exact personalized solution:
+    R steps ω̃ ← ω̃ − β·c·(ω̃ − prox_{f/λ}(ω̃)); returns ω̃_{i,R}."""
+    for _ in range(local_rounds):
+        omega = omega - (lr * scale) * (omega - envelope_prox(f, omega, lam))
+    return omega
+
+
+def cgpfl_round(clients: Sequence[Any], contexts: Sequence[Any], assignment: Sequence[int], *,
+                lam: float, lr: float, scale: float, local_rounds: int,
+                alpha: float) -> list[Any]:
+    """Ω^{t+1} with the fixed assignment k(i) = ``assignment[i]`` (every context non-empty):
+    ω_k⁺ = (1 − α)ω_k + α·mean_{i∈C_k} ω̃_{i,R} (CGPFL step 4, Q^t = I)."""
+    out = []
+    for k, omega in enumerate(contexts):
+        ends = [cgpfl_local(f, omega, lam=lam, lr=lr, scale=scale, local_rounds=local_rounds)
+                for f, a in zip(clients, assignment) if a == k]
+        out.append((1.0 - alpha) * omega + alpha * average(ends))
+    return out
+
+
+def _members(clients: Sequence[Any], assignment: Sequence[int], k: int) -> list[Any]:
+    members = [f for f, a in zip(clients, assignment) if a == k]
+    if not members:
+        raise ValueError(f"context {k} has no client")
+    return members
+
+
+def cgpfl_context_grad(clients: Sequence[Any], assignment: Sequence[int], k: int, omega: Any,
+                       *, lam: float, scale: float) -> Any:
+    """∇G_k(ω_k) = mean_{i∈C_k} c(ω_k − θ̂_i(ω_k)) (the proof's H_IP at Q = I)."""
+    return average([scale * (omega - envelope_prox(f, omega, lam))
+                    for f in _members(clients, assignment, k)])
+
+
+def cgpfl_context_value(clients: Sequence[Any], assignment: Sequence[int], k: int, omega: Any,
+                        *, lam: float, scale: float) -> Any:
+    """G_k(ω_k) = (c/λ)·mean_{i∈C_k} F_i(ω_k), whose gradient is :func:`cgpfl_context_grad`."""
+    return (scale / lam) * average([envelope_value(f, omega, lam)
+                                    for f in _members(clients, assignment, k)])

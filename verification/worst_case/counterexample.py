@@ -28,15 +28,16 @@ from verification.worst_case.problems import Setting
 FIT_TOL = 1e-3
 
 
-def extract(solved: Solved, s: Setting) -> dict[str, Any]:
-    """The worst-case instance of a solved :func:`~verification.worst_case.problems.federated`
-    PEP (solve it with ``reduce_dimension=True`` for a low rank)."""
+def extract(solved: Solved, s: Any) -> dict[str, Any]:
+    """The worst-case instance of a solved PEP (:func:`~verification.worst_case.problems.
+    federated`, :func:`verification.worst_case.cgpfl.worst_case`; solve it with
+    ``reduce_dimension=True`` for a low rank); ``s`` gives the class (``mu``, ``L``)."""
     fns = solved.handles["functions"]
     trip = [[(np.asarray(x.eval()), np.asarray(g.eval()), float(f.eval()))
              for x, g, f in fn.list_of_points] for fn in fns]
-    w0 = np.asarray(solved.handles["w0"].eval())
-    w_star = np.asarray(solved.handles["w_star"].eval())
-    allpts = np.stack([w0, w_star] + [v for t in trip for x, g, _ in t for v in (x, g)])
+    anchors = _anchors(solved.handles)
+    allpts = np.stack([v for vs in anchors.values() for v in vs]
+                      + [v for t in trip for x, g, _ in t for v in (x, g)])
     _, sv, vt = np.linalg.svd(allpts, full_matrices=False)
     r = max(1, int((sv > 1e-3 * sv[0]).sum()))     # Gram eigenvalues above 1e-6 relative
     basis = vt[:r]                                       # rows: orthonormal directions
@@ -54,9 +55,25 @@ def extract(solved: Solved, s: Setting) -> dict[str, Any]:
         worst_res = max(worst_res, res)
         clients.append({"A": A.tolist(), "b": (-c).tolist(), "residual": res,
                         "triplets": [(list(basis @ x), list(basis @ g), f) for x, g, f in t]})
-    return {"worst_case": solved.value, "rank": r, "quadratic": worst_res <= FIT_TOL,
-            "fit_residual": worst_res, "w0": (basis @ w0).tolist(),
-            "w_star": (basis @ w_star).tolist(), "clients": clients}
+    out = {"worst_case": solved.value, "rank": r, "quadratic": worst_res <= FIT_TOL,
+           "fit_residual": worst_res, "clients": clients}
+    for name, vs in anchors.items():       # w0, w_star (pFedMe, FedAvg); omega0 (CGPFL)
+        out[name] = [(basis @ v).tolist() for v in vs] if name in _LISTS else (basis @ vs[0]).tolist()
+    return out
+
+
+_LISTS = ("omega0",)
+
+
+def _anchors(handles: dict[str, Any]) -> dict[str, list[np.ndarray]]:
+    """The named points of a solved PEP (every handle but the functions), evaluated."""
+    out = {}
+    for name, v in handles.items():
+        if name == "functions" or v is None:
+            continue
+        pts = v if isinstance(v, (list, tuple)) else [v]
+        out[name] = [np.asarray(p.eval()) for p in pts]
+    return out
 
 
 def replay(data: dict[str, Any], s: Setting, metric: str) -> float:

@@ -7,6 +7,8 @@ Examples::
     pflt worst-case --algorithm pfedme --prox steps --inner-steps 2 --rounds 2 --json
     pflt worst-case --algorithm pfedme --nonconvex --lam 3 --L 1 --lr 0.01 --rounds 2
     pflt worst-case --algorithm fedavg --lr 1.5 --local-rounds 2 --rounds 2 --mu 0.1 --L 1
+    pflt worst-case --algorithm cgpfl --contexts 1 --clients 2 --rounds 3 --local-rounds 2 \
+        --lam 3 --L 1 --alpha 1          # β: the theorem's largest unless --beta is given
 
 A performance-estimation problem (PEPit, the ``[pep]`` extra) computes the worst case over
 *every* client function of the class — μ-strongly convex and L-smooth (pFedMe Theorem 1),
@@ -17,6 +19,13 @@ on a quadratic instance, the exact one-round contraction ρ, and the largest ste
 guaranteed contraction next to the theorem's admissible step.  Sizes up to 24 oracle calls
 per client (rounds × local rounds × inner steps; the exact prox counts 1): 16 take ~7 s,
 24 ~45 s on a loaded 2-core CPU; larger ones are refused (30 did not finish in 200 s).
+
+CGPFL (``--algorithm cgpfl``): Theorem 4.1 with a fixed assignment (Q^t = I) and the exact
+personalized solutions, over L-smooth non-convex clients (Assumption 1; ``--mu`` and
+``--nonconvex`` do not apply), K = ``--contexts`` contexts of ``--clients``/K clients,
+``--beta`` the local step β (default: the theorem's largest), ``--alpha`` the server step;
+the worst case of (1/T)Σ_t(1/K)‖∇G_K(Ω^t)‖² at Δ_G ≤ ``--delta0`` beside 4Δ_G/(α̂T), and
+(unless ``--no-contraction``, ~1 min) the largest β at which that bound holds over the class.
 """
 
 from __future__ import annotations
@@ -29,9 +38,9 @@ from pflt.cli import UserError
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "worst-case", help="exact worst case (PEP) of pFedMe / FedAvg beside the paper's bound",
+        "worst-case", help="exact worst case (PEP) of pFedMe / FedAvg / CGPFL beside the paper's bound",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--algorithm", choices=("pfedme", "fedavg"), default="pfedme")
+    p.add_argument("--algorithm", choices=("pfedme", "fedavg", "cgpfl"), default="pfedme")
     p.add_argument("--prox", choices=("exact", "steps"), default="exact",
                    help="pFedMe's inner solve: the exact prox or K gradient steps")
     p.add_argument("--inner-steps", type=int, default=1, metavar="K",
@@ -41,7 +50,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--clients", type=int, default=2, metavar="N")
     p.add_argument("--rounds", type=int, default=3, metavar="T")
     p.add_argument("--local-rounds", type=int, default=5, metavar="R")
-    p.add_argument("--beta", type=float, default=1.0, help="pFedMe's server mixing β")
+    p.add_argument("--contexts", type=int, default=1, metavar="K",
+                   help="CGPFL: number of contexts K (--clients must be a multiple)")
+    p.add_argument("--beta", type=float, default=None,
+                   help="pFedMe's server mixing β (default 1); CGPFL's local step β "
+                        "(default: the theorem's largest)")
+    p.add_argument("--alpha", type=float, default=1.0, help="CGPFL's server step α ≤ 1")
     p.add_argument("--lr", type=float, default=0.05, help="local step η")
     p.add_argument("--lam", type=float, default=15.0, help="pFedMe's λ")
     p.add_argument("--mu", type=float, default=0.1, help="strong convexity μ of the clients")
@@ -59,6 +73,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def cgpfl_setting(args: argparse.Namespace):
+    from verification.worst_case.cgpfl import CGPFLSetting
+
+    if args.contexts < 1 or args.clients < 1 or args.clients % args.contexts:
+        raise UserError(f"--clients ({args.clients}) must be a positive multiple of "
+                        f"--contexts ({args.contexts})")
+    try:
+        return CGPFLSetting(contexts=args.contexts, per_context=args.clients // args.contexts,
+                            rounds=args.rounds, local_rounds=args.local_rounds, lam=args.lam,
+                            L=args.L, alpha=args.alpha, beta=args.beta, Delta=args.delta0)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
 def setting(args: argparse.Namespace):
     from verification.worst_case.problems import Setting
 
@@ -69,7 +97,8 @@ def setting(args: argparse.Namespace):
     if args.nonconvex and args.algorithm != "pfedme":
         raise UserError("--nonconvex is pFedMe's Theorem 2; FedAvg has no such bound here")
     return Setting(method=args.algorithm, clients=args.clients, rounds=args.rounds,
-                   local_rounds=args.local_rounds, lr=args.lr, lam=args.lam, beta=args.beta,
+                   local_rounds=args.local_rounds, lr=args.lr, lam=args.lam,
+                   beta=1.0 if args.beta is None else args.beta,
                    mu=None if args.nonconvex else args.mu, L=args.L, inner=inner,
                    sigma_sq=args.sigma_sq, Delta0=args.delta0)
 
@@ -78,15 +107,21 @@ def run(args: argparse.Namespace) -> int:
     from verification.worst_case.analysis import analyse
     from verification.worst_case.pep import PEPUnavailable
 
-    s = setting(args)
+    if args.algorithm == "cgpfl":
+        from verification.worst_case import cgpfl_analysis as ca
+
+        s, analyse, show = cgpfl_setting(args), ca.analyse, ca.render
+        kwargs = {"steps": not args.no_contraction}
+    else:
+        s, show, kwargs = setting(args), render, {"contraction": not args.no_contraction}
     try:
-        res = analyse(s, contraction=not args.no_contraction, solver=args.solver)
+        res = analyse(s, solver=args.solver, **kwargs)
     except PEPUnavailable as exc:
         raise UserError(str(exc)) from None
     if args.json:
         print(json.dumps(res, indent=1, default=str))
         return 0
-    print(render(res))
+    print(show(res))
     return 0
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pfl_theory import cgpfl as th
 from verification.checks.worst_case import _needs_pep
 from verification.core.registry import Context, Outcome, check
 from verification.worst_case import cgpfl as W
+from verification.worst_case.cgpfl_analysis import bound
 from verification.worst_case import counterexample
 from verification.worst_case.outcome import worst_case_outcome
 
@@ -28,13 +28,6 @@ def setting(p: dict) -> W.CGPFLSetting:
     return W.CGPFLSetting(contexts=p["contexts"], per_context=p["per_context"],
                           rounds=p["rounds"], local_rounds=p["local_rounds"], lam=p["lam"],
                           L=p["L"], alpha=p.get("alpha", 1.0))
-
-
-def bound(s: W.CGPFLSetting) -> float:
-    return th.theorem41_stepwise(alpha_hat=s.alpha_hat, alpha=s.alpha, rho_omega=None,
-                                 rho_g=None, lipschitz_g=s.L_G, inexactness=0.0,
-                                 k=s.contexts, n_clients=s.N, local_rounds=s.local_rounds,
-                                 rounds=s.rounds, delta_gap=s.Delta, fixed_assignment=True)
 
 
 @check(NAME, paper=PAPER,

@@ -17,8 +17,13 @@ Grid data come from each result's ``extra``: ``grid``
 envelopes, ``measured``/``shape`` lists with the constant ``C`` (bound = C·shape) and the
 grid variable as the other list of equal length.
 
+Checks of kind ``worst_case`` get a panel of their three numbers — the engine on an
+instance, the exact worst case over the class (PEP) and the paper's bound — from ``extra``
+(``measured_engine``, ``worst_case``, ``bound``): the gap bound–worst is the theorem's own
+looseness, worst–measured the instance's easiness.
+
 Files: ``bound_tightness.png`` and ``bound_tightness.csv`` (long format: ``check, verdict,
-variable, x, measured, bound, trivial``).
+variable, x, measured, bound, trivial, worst_case``; the last only for worst_case checks).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any
 from paper_figures._io import RESULTS_ENV_VAR, find_verify_results, write_csv
 
 ENV_VAR = RESULTS_ENV_VAR
-KINDS = ("bound", "envelope")
+KINDS = ("bound", "envelope", "worst_case")
 
 
 def _has_bounds(path: Path) -> bool:
@@ -67,6 +72,12 @@ def series(entry: dict[str, Any]) -> dict[str, Any] | None:
         return None
     r = min(results, key=_tightness)
     extra = r.get("extra") or {}
+    if entry.get("kind") == "worst_case":
+        if extra.get("worst_case") is None:
+            return None
+        return {"name": "one setting", "x": [1.0], "measured": [_float(extra["measured_engine"])],
+                "bound": [_float(extra["bound"])], "trivial": [math.nan],
+                "worst": [_float(extra["worst_case"])]}
     grid = extra.get("grid")
     if isinstance(grid, dict) and grid.get("values"):
         trivial = grid.get("trivial") or [math.nan] * len(grid["values"])
@@ -116,6 +127,21 @@ def _positive(xs: list[float], ys: list[float]) -> tuple[list[float], list[float
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+def _worst_case_panel(ax, p: dict[str, Any]) -> None:
+    """Three markers on a log axis: measured ≤ worst case ≤ bound, with the two ratios."""
+    vals = [p["measured"][0], p["worst"][0], p["bound"][0]]
+    names = ["measured\n(engine)", "worst case\n(PEP)", "bound\n(paper)"]
+    for i, (v, c) in enumerate(zip(vals, ("#ef6c00", "#c62828", "#1565c0"))):
+        if v > 0 and math.isfinite(v):
+            ax.plot([i], [v], "o", color=c, markersize=8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(3), names, fontsize=7)
+    ax.set_xlim(-0.5, 2.5)
+    ratios = [b / a if a > 0 else math.inf for a, b in zip(vals[:2], vals[1:])]
+    ax.set_title(f"{p['id']}\nworst_case: {p['verdict']}; bound/worst {ratios[1]:.3g}, "
+                 f"worst/measured {ratios[0]:.3g}", fontsize=8)
+
+
 def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     """Draw one panel per bound/envelope check; returns ``[png, csv]``.  ``quick`` and
     ``seed`` do not change the drawing (the figure only reads verify results)."""
@@ -127,14 +153,19 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     source = find_results(out_dir)
     panels = load_series(source) if source is not None else []
     csv_path = write_csv(out_dir / "bound_tightness.csv",
-                         ["check", "verdict", "variable", "x", "measured", "bound", "trivial"],
-                         [(p["id"], p["verdict"], p["name"], x, m, b, t) for p in panels
-                          for x, m, b, t in zip(p["x"], p["measured"], p["bound"],
-                                                p["trivial"])])
+                         ["check", "verdict", "variable", "x", "measured", "bound", "trivial",
+                          "worst_case"],
+                         [(p["id"], p["verdict"], p["name"], x, m, b, t, w) for p in panels
+                          for x, m, b, t, w in zip(p["x"], p["measured"], p["bound"],
+                                                   p["trivial"],
+                                                   p.get("worst", [""] * len(p["x"])))])
     ncols = 3
     nrows = max(1, math.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
     for ax, p in zip(axes.ravel(), panels):
+        if "worst" in p:
+            _worst_case_panel(ax, p)
+            continue
         for key, style, label in (("bound", "-", "bound"), ("measured", "o-", "measured"),
                                   ("trivial", "--", "trivial bound")):
             xs, ys = _positive(p["x"], p[key])

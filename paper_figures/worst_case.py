@@ -1,6 +1,6 @@
-"""Worst cases over the function class (PEP) against the pFedMe theorems (issue 24).
+"""Worst cases over the function class (PEP) against the pFedMe and CGPFL theorems (issue 24).
 
-Three PNG + CSV pairs (needs the ``[pep]`` extra):
+Five PNG + CSV pairs (needs the ``[pep]`` extra):
 
 * ``worst_case_thm1`` — Theorem 1(a) (Dinh, Tran, Nguyen, NeurIPS 2020), F(w̄_T) − F* vs T
   on log scales at the theorem's largest step η = η̂₁/(βR) (β = 128κ_F, λ = 1, μ = 0.5,
@@ -12,7 +12,15 @@ Three PNG + CSV pairs (needs the ``[pep]`` extra):
   (identical L-smooth clients, λ = 3, L = 1, η = η̂₂), engine on an indefinite quadratic;
 * ``worst_case_rho`` — the exact one-round contraction ρ(η) of pFedMe (exact prox, λ = 15,
   μ = 0.1, L = 1, R = 5, β = 1, N = 2) against the local step η, with the theorem's
-  admissible η̂₁/(βR) and the largest step with ρ < 1 marked.
+  admissible η̂₁/(βR) and the largest step with ρ < 1 marked;
+* ``worst_case_cgpfl`` — CGPFL Theorem 4.1 (Tang, Guo, Guo, IJCAI 2022) at a fixed
+  assignment, (1/T)Σ_t(1/K)‖∇G_K(Ω^t)‖² vs T on log scales: the step-wise bound 4Δ_G/(α̂T),
+  the exact PEP worst case (L-smooth non-convex clients, one context of 2, N = 2, R = 2,
+  λ = 3, the theorem's largest β), the engine on an indefinite quadratic instance;
+* ``worst_case_cgpfl_step`` — the exact constant worst·α̂T/Δ_G (the theorem has 4) against
+  β/β_max (T = 2, R = 2): where it crosses 4 the bound stops holding over the class;
+  steps without a reliable solve (unbounded, or primal and dual apart near instability)
+  are left out (``inf`` in the CSV).
 """
 
 from __future__ import annotations
@@ -28,12 +36,16 @@ import numpy as np  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
 from pfl_theory import pfedme  # noqa: E402
+from verification.worst_case import cgpfl as W  # noqa: E402
 from verification.worst_case import instances  # noqa: E402
+from verification.worst_case.cgpfl_analysis import bound as cgpfl_bound  # noqa: E402
 from verification.worst_case import problems as P  # noqa: E402
 from verification.worst_case.analysis import theorem1_setting  # noqa: E402
 
-SIZES = {"quick": {"exact_T": 3, "unrolled": 12, "steps": 10, "thm2_T": 2, "horizon": 4},
-         "full": {"exact_T": 5, "unrolled": 30, "steps": 30, "thm2_T": 4, "horizon": 4}}
+SIZES = {"quick": {"exact_T": 3, "unrolled": 12, "steps": 10, "thm2_T": 2, "horizon": 4,
+                   "cgpfl_T": 3, "cgpfl_steps": 5},
+         "full": {"exact_T": 5, "unrolled": 30, "steps": 30, "thm2_T": 4, "horizon": 4,
+                  "cgpfl_T": 6, "cgpfl_steps": 12}}
 THM1 = {"clients": 2, "local_rounds": 2, "lam": 1.0, "mu": 0.5, "L": 1.0, "sigma_sq": 1.0}
 
 
@@ -123,10 +135,58 @@ def rho_vs_step(out_dir: pathlib.Path, size: dict) -> list[pathlib.Path]:
                       [(float(e), r, admissible, largest) for e, r in zip(steps, rhos)])]
 
 
+def cgpfl(out_dir: pathlib.Path, size: dict, seed: int) -> list[pathlib.Path]:
+    s = W.CGPFLSetting(rounds=1, local_rounds=2, lam=3.0, L=1.0)
+    Ts = np.arange(1, size["cgpfl_T"] + 1)
+    cases = [replace(s, rounds=int(T)) for T in Ts]
+    worst = [W.worst_case(c).value for c in cases]
+    meas = [W.measured(c, seed=seed) for c in cases]
+    bound = [cgpfl_bound(c) for c in cases]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog(Ts, bound, "k-", label="Theorem 4.1 step-wise bound 4Δ_G/(α̂T) (Q = I, δ = 0)")
+    ax.loglog(Ts, worst, "ro--", label="exact PEP worst case (L-smooth clients)")
+    ax.loglog(Ts, meas, "b.-", label="engine, indefinite quadratic instance")
+    ax.set(xlabel="rounds T", ylabel="(1/T) Σ_t (1/K)‖∇G_K(Ω^t)‖²  at Δ_G = 1",
+           title=f"CGPFL Thm 4.1, fixed assignment: N = {s.N}, R = {s.local_rounds}, "
+                 f"λ = {s.lam:g}, β = β_max = {s.beta_max:.3g}")
+    ax.legend(fontsize=7)
+    return [_save(fig, out_dir / "worst_case_cgpfl.png"),
+            write_csv(out_dir / "worst_case_cgpfl.csv", ("T", "bound", "pep", "measured"),
+                      zip(Ts.tolist(), bound, worst, meas))]
+
+
+def cgpfl_step(out_dir: pathlib.Path, size: dict) -> list[pathlib.Path]:
+    s = W.CGPFLSetting(rounds=2, local_rounds=2, lam=3.0, L=1.0)
+    factors = np.geomspace(0.25, 64.0, size["cgpfl_steps"])
+    consts = []
+    for f in factors:
+        t = replace(s, beta=float(f) * s.beta_max)
+        try:
+            solved = W.worst_case(t)
+            consts.append(solved.value * t.alpha_hat * t.rounds / t.Delta
+                          if W.reliable(solved) else float("inf"))
+        except Exception:   # unbounded (ArithmeticError) or no solver converged: unstable
+            consts.append(float("inf"))
+    finite = [c for c in consts if np.isfinite(c)]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.semilogx(factors, [c if np.isfinite(c) else np.nan for c in consts], "r.-",
+                label="exact constant worst·α̂T/Δ_G (PEP)")
+    ax.axhline(4.0, color="k", lw=0.8, label="the theorem's constant 4")
+    ax.axvline(1.0, color="b", ls=":", label="the theorem's β_max")
+    ax.set(xlabel="β / β_max", ylabel="worst · α̂T / Δ_G",
+           ylim=(0, max(5.0, 1.05 * max(finite, default=5.0))),
+           title=f"CGPFL Thm 4.1, fixed assignment: T = {s.rounds}, R = {s.local_rounds}, "
+                 f"N = {s.N}, λ = {s.lam:g}")
+    ax.legend(fontsize=7)
+    return [_save(fig, out_dir / "worst_case_cgpfl_step.png"),
+            write_csv(out_dir / "worst_case_cgpfl_step.csv", ("beta_over_beta_max", "constant"),
+                      [(float(f), c) for f, c in zip(factors, consts)])]
+
+
 def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
-    """Write the three figures and their CSVs into ``out_dir``."""
+    """Write the five figures and their CSVs into ``out_dir``."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     size = SIZES["quick" if quick else "full"]
     return (theorem1(out_dir, size, seed) + theorem2(out_dir, size, seed)
-            + rho_vs_step(out_dir, size))
+            + rho_vs_step(out_dir, size) + cgpfl(out_dir, size, seed) + cgpfl_step(out_dir, size))

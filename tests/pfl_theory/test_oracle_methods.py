@@ -40,3 +40,36 @@ def test_exact_prox_pfedme_with_one_local_round_and_beta_one_is_envelope_gradien
 def test_average_of_nothing_is_an_error():
     with pytest.raises(ValueError):
         om.average([])
+
+
+def test_cgpfl_one_context_one_local_round_is_envelope_gradient_descent():
+    # K = 1, R = 1, α = 1: ω⁺ = ω − βc(ω − θ̂) = ω − (βc/λ)·mean ∇F_i (pFedMe eq. 6)
+    clients, w, lam, beta, c = [_client(s) for s in range(3)], np.ones(4), 2.0, 0.3, 0.5
+    grad = om.average([om.envelope_grad(f, w, lam) for f in clients])
+    (out,) = om.cgpfl_round(clients, [w], [0, 0, 0], lam=lam, lr=beta, scale=c,
+                            local_rounds=1, alpha=1.0)
+    assert np.allclose(out, w - beta * c / lam * grad, atol=1e-14)
+    g = om.cgpfl_context_grad(clients, [0, 0, 0], 0, w, lam=lam, scale=c)
+    assert np.allclose(g, c / lam * grad, atol=1e-14)
+
+
+def test_cgpfl_context_value_is_the_potential_of_its_gradient():
+    # central differences of G_k = (c/λ)·mean F_i reproduce ∇G_k (quadratic: exact to rounding)
+    clients, lam, c, w = [_client(s) for s in range(2)], 3.0, 0.5, np.arange(4.0) / 3
+    h, e = 1e-5, np.eye(4)
+    fd = np.array([(om.cgpfl_context_value(clients, [0, 0], 0, w + h * e[j], lam=lam, scale=c)
+                    - om.cgpfl_context_value(clients, [0, 0], 0, w - h * e[j], lam=lam,
+                                             scale=c)) / (2 * h) for j in range(4)])
+    assert np.allclose(fd, om.cgpfl_context_grad(clients, [0, 0], 0, w, lam=lam, scale=c),
+                       atol=1e-8)
+
+
+def test_cgpfl_contexts_only_see_their_own_clients_and_an_empty_context_is_an_error():
+    clients, w = [_client(s) for s in range(4)], np.ones(4)
+    both = om.cgpfl_round(clients, [w, 2 * w], [0, 1, 0, 1], lam=2.0, lr=0.1, scale=0.5,
+                          local_rounds=2, alpha=0.5)
+    alone = om.cgpfl_round(clients[1::2], [2 * w], [0, 0], lam=2.0, lr=0.1, scale=0.5,
+                           local_rounds=2, alpha=0.5)
+    assert np.allclose(both[1], alone[0], atol=1e-15)
+    with pytest.raises(ValueError, match="context 1 has no client"):
+        om.cgpfl_context_grad(clients, [0, 0, 0, 0], 1, w, lam=2.0, scale=0.5)

@@ -80,3 +80,30 @@ def test_fedavg_worst_case_equals_the_textbook_rate(capsys):
     res = json.loads(capsys.readouterr().out)
     assert res["worst_case"] == pytest.approx(0.85 ** 8, rel=1e-6)
     assert res["looseness"] == pytest.approx(1.0, rel=1e-6)
+
+
+CGPFL = ["worst-case", "--algorithm", "cgpfl", "--contexts", "2", "--clients", "4",
+         "--rounds", "2", "--local-rounds", "1", "--lam", "3"]
+
+
+def test_cgpfl_worst_case_report_and_json(capsys):
+    pytest.importorskip("PEPit")
+    assert main([*CGPFL, "--no-contraction"]) == 0
+    out = capsys.readouterr().out
+    assert "cgpfl, fixed assignment" in out and "the theorem: 4" in out
+    assert "bound holds" in out
+    assert main([*CGPFL, "--no-contraction", "--json", "--beta", "0.01"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["setting"]["beta_used"] == 0.01 and res["setting"]["N"] == 4
+    assert res["measured"] <= res["worst_case"] * 1.02 <= res["bound"]
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["--clients", "3", "--contexts", "2"], "multiple of --contexts"),
+    (["--lam", "1.5"], "lam >= 2L"),
+    (["--alpha", "2"], "alpha"),
+    (["--rounds", "9", "--local-rounds", "5"], "too large for an exact PEP"),
+])
+def test_cgpfl_bad_settings_are_one_line_errors(argv, expected, capsys):
+    assert expected in _err(["worst-case", "--algorithm", "cgpfl", *argv, "--no-contraction"],
+                            capsys)

@@ -6,7 +6,9 @@ clients at Δ_G ≤ Δ (:mod:`verification.worst_case.cgpfl`), the theorem's ste
 Q^t = I and δ = 0 (4Δ_G/(α̂T), :func:`pfl_theory.cgpfl.theorem41_stepwise`), the engine on a
 quadratic instance, whether β satisfies the theorem's conditions, the exact constant
 worst·α̂T/Δ_G (the theorem has 4), and the largest step β (bisection on the factor β/β_max)
-at which the bound still holds over the whole class, next to the theorem's β_max.
+at which the bound is still certified over the whole class (a solve that fails, or whose
+primal and dual values differ, counts as not certified: near the edge of stability the
+SDPs lose strict feasibility), next to the theorem's β_max.
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ def bound(s: W.CGPFLSetting) -> float:
 
 
 def holds_at(s: W.CGPFLSetting, factor: float, *, solver: str = "clarabel") -> bool:
-    """Whether the bound holds over the class at β = factor·β_max (an unbounded or failed
-    solve counts as not holding)."""
+    """Whether the bound is certified over the class at β = factor·β_max: a solve whose
+    primal and dual agree (:func:`~verification.worst_case.cgpfl.reliable`) below the bound
+    (an unbounded, failed or unreliable solve counts as not certified)."""
     t = replace(s, beta=factor * s.beta_max)
     try:
-        return W.worst_case(t, solver=solver).value <= bound(t) * (1 + 2e-2)
+        solved = W.worst_case(t, solver=solver)
+        return W.reliable(solved) and solved.value <= bound(t) * (1 + 2e-2)
     except Exception:   # unbounded (ArithmeticError) or both solvers failed
         return False
 
@@ -113,6 +117,6 @@ def render(res: dict[str, Any]) -> str:
                          f"worst case below the bound: the bound holds, {1 / ratio:.4g}× loose"))
     if "largest_valid_factor" in res:
         f = res["largest_valid_factor"]
-        lines.append(f"largest β at which the bound holds over the class: ≈ {f:.3g} × the "
+        lines.append(f"largest β at which the bound is certified over the class: ≈ {f:.3g} × the "
                      f"theorem's β_max = {res['beta_max']:.4g} (bisection, 6 PEPs)")
     return "\n".join(lines)

@@ -123,7 +123,7 @@ def test_figure_without_results_says_so_and_runs_nothing(tmp_path, monkeypatch):
     png, csv_path = bound_tightness.make(tmp_path / "fig")
     assert png.is_file()
     assert csv_path.read_text(encoding="utf-8").strip().splitlines() == [
-        "check,verdict,variable,x,measured,bound,trivial"]
+        "check,verdict,variable,x,measured,bound,trivial,worst_case"]
 
 
 def _strict(text):
@@ -162,3 +162,23 @@ def test_a_measurement_of_zero_gives_null_tightness_with_a_note_and_inf_in_markd
         row = next(ln for ln in section.splitlines() if ln.startswith("| `fake.bound_zero"))
         assert [c.strip() for c in row.split("|")][5] == ("∞" if want is None else "4")
         assert bound_tightness.series(entry)["measured"] == [0.0, 0.0 if want is None else 1.0]
+
+
+def test_figure_draws_worst_case_checks_with_their_three_numbers(fake_registry, tmp_path,
+                                                                  monkeypatch):
+    from verification.worst_case.outcome import worst_case_outcome
+
+    @check("fake.worst_case", paper="P", reference="Theorem 4", kind="worst_case",
+           tolerance=1e-6, tolerance_reason="solver accuracy")
+    def worst(ctx):
+        return worst_case_outcome(measured=1.0, worst=2.0, bound=8.0, exact=True, rel_tol=1e-6)
+
+    run = tmp_path / "run"
+    assert main(["verify", "--quick", "--out", str(run), "--no-progress"]) == 0
+    monkeypatch.setenv(bound_tightness.ENV_VAR, str(run))
+    png, csv_path = bound_tightness.make(tmp_path / "fig")
+    assert png.stat().st_size > 1000
+    with csv_path.open(encoding="utf-8") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["check"] == "fake.worst_case" and row["verdict"] == "HOLDS"
+    assert (float(row["measured"]), float(row["worst_case"]), float(row["bound"])) == (1, 2, 8)

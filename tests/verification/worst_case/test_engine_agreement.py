@@ -112,3 +112,35 @@ def test_fedavg_mutated_local_step_is_caught(monkeypatch):
                         lambda f, w, *, lr, local_steps: w - lr * local_steps * f.grad(w))
     oracle = _oracle(lambda w: om.fedavg_round(clients, w, lr=0.3, local_steps=4), w0)
     assert _rel(oracle, engine) > 1e-6
+
+
+def _cgpfl_pair(**kw):
+    from verification.worst_case import cgpfl as W
+
+    s = W.CGPFLSetting(contexts=2, per_context=3, rounds=ROUNDS, local_rounds=2, lam=3.0,
+                       mu=0.1, alpha=0.7, beta=1.0, **kw)
+    clients, omega0 = W.instance(s, seed=2)
+    return (np.array(W.engine_trajectory(s, clients, omega0)),
+            np.array(W.trajectory(clients, omega0, s)))
+
+
+def test_cgpfl_fixed_assignment_equals_engine():
+    # the engine's k-means keeps the assignment (contexts 50 apart; it raises otherwise),
+    # its converged inner solve stands in for the exact prox
+    engine, oracle = _cgpfl_pair()
+    assert _rel(oracle, engine) < TOL
+
+
+@pytest.mark.parametrize("mutant", ["scale_lambda", "no_alpha_mixing"])
+def test_cgpfl_mutated_oracle_step_is_caught(monkeypatch, mutant):
+    if mutant == "scale_lambda":      # pFedMe's c = λ in place of the paper's c = 2/N
+        orig = om.cgpfl_local
+        monkeypatch.setattr(om, "cgpfl_local",
+                            lambda f, w, *, lam, lr, scale, local_rounds:
+                            orig(f, w, lam=lam, lr=lr, scale=lam, local_rounds=local_rounds))
+    else:                             # ω_k⁺ = mean of the uploads, α ignored
+        orig = om.cgpfl_round
+        monkeypatch.setattr(om, "cgpfl_round",
+                            lambda *a, alpha, **k: orig(*a, alpha=1.0, **k))
+    engine, oracle = _cgpfl_pair()
+    assert _rel(oracle, engine) > 1e-6

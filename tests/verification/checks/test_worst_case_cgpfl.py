@@ -1,0 +1,42 @@
+"""The CGPFL worst-case check: it holds at the paper's step and fails on a wrong constant."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+pytest.importorskip("PEPit")
+
+from pfl_theory import cgpfl  # noqa: E402
+from verification.core.registry import Verdict, load_all, run_check  # noqa: E402
+
+NAME = "cgpfl.worst_case_thm41_fixed"
+
+
+def _run(**params):
+    chk = load_all()[NAME]
+    chk = dataclasses.replace(chk, quick={**chk.quick, **params})
+    return run_check(chk, size="quick", seed=0)
+
+
+def test_holds_with_engine_below_worst_below_bound_and_reports_both_ratios():
+    res = _run()
+    assert res.verdict is Verdict.HOLDS, res.detail
+    ex = res.extra
+    assert ex["measured_engine"] <= ex["worst_case"] * 1.02 <= ex["bound"]
+    assert ex["looseness"] == pytest.approx(4 / ex["exact_constant"], rel=1e-9)
+    assert "theorem's looseness" in res.detail and "instance's easiness" in res.detail
+
+
+def test_a_bound_below_the_worst_case_fails():
+    # 4 → 0.8: below the exact constant ~1.01
+    assert _run(mutate_bound=0.2).verdict is Verdict.FAILS
+
+
+def test_a_mutated_theorem_formula_fails(monkeypatch):
+    # 4Δ_G/(α̂T) → 4Δ_G/(α̂T²): the rate in T wrong by one power (T = 3)
+    orig = cgpfl.theorem41_stepwise
+    monkeypatch.setattr(cgpfl, "theorem41_stepwise",
+                        lambda **k: orig(**k) / k["rounds"] / 2)
+    assert _run().verdict is Verdict.FAILS

@@ -22,6 +22,9 @@ formula errors larger than ×f":
   (parsed from :func:`verification.core.verdicts.rate_three_way`'s detail): the relative
   change of p that moves it across the nearest end of the interval, expressed as
   f = 1 + |Δp|/|p| (a factor on the exponent, not on the value);
+* ``worst_case`` (measured = the PEP worst case, theoretical = the bound): HOLDS →
+  bound/worst (the bound divided by that much falls below the worst case over the class:
+  a counterexample, or INCONCLUSIVE for a valid-not-exact worst case), FAILS → worst/bound;
 * ``selection``, ``ordering`` and dict-valued comparisons: ``n/a`` with the reason.
 
 A check may set ``Outcome.sensitivity`` / ``Outcome.sensitivity_note`` itself; then these
@@ -138,6 +141,13 @@ def sensitivity_of(kind: str, verdict: str, measured: Any, theoretical: Any, *,
             return None, "n/a: identity without a stated tolerance"
         return 1.0 + float(tolerance), ("1 + tolerance (relative deviation that fails the "
                                         "identity)")
+    if kind == "worst_case":
+        w, b = _scalar(measured), _scalar(theoretical)
+        if w is None or b is None or w <= 0 or b <= 0:
+            return None, "n/a: worst case or bound ≤ 0"
+        if verdict == "FAILS":
+            return max(w / b, 1.0), "worst case/bound"
+        return max(b / w, 1.0), "bound/worst case over the class (to a counterexample)"
     if kind in ("selection", "ordering"):
         return None, f"n/a: a {kind} claim is about a choice or an order, not a formula value"
     return None, f"n/a: no sensitivity rule for kind {kind!r}"

@@ -109,3 +109,11 @@ def test_report_shows_vacuous_section_trivial_bound_sensitivity_and_erratum_basi
     assert "0 HOLD" in md and "1 VACUOUS" in md
     table = format_table(suite)
     assert "×30" in table and "this suite detects formula errors larger than" in table
+
+
+def test_worst_case_sensitivity_is_the_theorems_looseness_over_the_class():
+    f, note = sensitivity_of("worst_case", "HOLDS", 6.88, 27.19)
+    assert f == pytest.approx(27.19 / 6.88) and "counterexample" in note
+    f, _ = sensitivity_of("worst_case", "FAILS", 2.0, 1.0)
+    assert f == 2.0
+    assert sensitivity_of("worst_case", "HOLDS", 0.0, 1.0)[0] is None

@@ -80,9 +80,12 @@ def cgpfl_setting(args: argparse.Namespace):
         raise UserError(f"--clients ({args.clients}) must be a positive multiple of "
                         f"--contexts ({args.contexts})")
     try:
-        return CGPFLSetting(contexts=args.contexts, per_context=args.clients // args.contexts,
-                            rounds=args.rounds, local_rounds=args.local_rounds, lam=args.lam,
-                            L=args.L, alpha=args.alpha, beta=args.beta, Delta=args.delta0)
+        # contexts share no client: one context of |C_k| = N/K clients is modelled, with the
+        # federation's N in c = 2/N (K = 2 equals K = 1 at the same N, tested)
+        return CGPFLSetting(contexts=1, per_context=args.clients // args.contexts,
+                            n_total=args.clients, rounds=args.rounds,
+                            local_rounds=args.local_rounds, lam=args.lam, L=args.L,
+                            alpha=args.alpha, beta=args.beta, Delta=args.delta0)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 

@@ -91,11 +91,12 @@ def test_cgpfl_worst_case_report_and_json(capsys):
     assert main([*CGPFL, "--no-contraction"]) == 0
     out = capsys.readouterr().out
     assert "cgpfl, fixed assignment" in out and "the theorem: 4" in out
-    assert "bound holds" in out
+    assert "bound holds" in out and "as printed" in out and "4× the proof's" in out
     assert main([*CGPFL, "--no-contraction", "--json", "--beta", "0.01"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["setting"]["beta_used"] == 0.01 and res["setting"]["N"] == 4
     assert res["measured"] <= res["worst_case"] * 1.02 <= res["bound"]
+    assert res["printed"]["factor"] == 4          # K|C_k| = N = 4
 
 
 @pytest.mark.parametrize("argv,expected", [

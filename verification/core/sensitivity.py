@@ -24,7 +24,8 @@ formula errors larger than ×f":
   f = 1 + |Δp|/|p| (a factor on the exponent, not on the value);
 * ``worst_case`` (measured = the PEP worst case, theoretical = the bound): HOLDS →
   bound/worst (the bound divided by that much falls below the worst case over the class:
-  a counterexample, or INCONCLUSIVE for a valid-not-exact worst case), FAILS → worst/bound;
+  a counterexample, or INCONCLUSIVE for a valid-not-exact worst case), FAILS and ERRATUM →
+  worst/bound;
 * ``selection``, ``ordering`` and dict-valued comparisons: ``n/a`` with the reason.
 
 A check may set ``Outcome.sensitivity`` / ``Outcome.sensitivity_note`` itself; then these
@@ -145,7 +146,7 @@ def sensitivity_of(kind: str, verdict: str, measured: Any, theoretical: Any, *,
         w, b = _scalar(measured), _scalar(theoretical)
         if w is None or b is None or w <= 0 or b <= 0:
             return None, "n/a: worst case or bound ≤ 0"
-        if verdict == "FAILS":
+        if verdict in ("FAILS", "ERRATUM"):
             return max(w / b, 1.0), "worst case/bound"
         return max(b / w, 1.0), "bound/worst case over the class (to a counterexample)"
     if kind in ("selection", "ordering"):

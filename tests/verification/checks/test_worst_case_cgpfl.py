@@ -40,3 +40,32 @@ def test_a_mutated_theorem_formula_fails(monkeypatch):
     monkeypatch.setattr(cgpfl, "theorem41_stepwise",
                         lambda **k: orig(**k) / k["rounds"] / 2)
     assert _run().verdict is Verdict.FAILS
+
+
+def _run_printed(**params):
+    chk = load_all()["cgpfl.worst_case_thm41_printed_G"]
+    chk = dataclasses.replace(chk, quick={**chk.quick, **params})
+    return run_check(chk, size="quick", seed=0)
+
+
+def test_printed_normalisation_is_an_erratum_measured_against_the_proofs_reading():
+    res = _run_printed()                    # K = 3 contexts of 2: m = 6, worst/bound ≈ 6/4
+    assert res.verdict is Verdict.ERRATUM, res.detail
+    assert res.erratum_basis == "measured"
+    ex = res.extra
+    assert ex["worst_case"] / ex["bound"] == pytest.approx(1.5, rel=0.05)
+    assert ex["proof_reading_worst_case"] <= ex["proof_reading_bound"]
+    assert ex["measured_engine"] <= ex["worst_case"] * 1.02
+
+
+def test_printed_normalisation_holds_when_k_times_cluster_size_is_below_four():
+    # m = 2 (one context of two clients): worst ≈ (2/4)·bound — the bound holds
+    res = _run_printed(contexts=1)
+    assert res.verdict is Verdict.HOLDS, res.detail
+
+
+def test_printed_check_fails_when_neither_reading_holds(monkeypatch):
+    # a bound formula 10× too small breaks the proof's reading too: FAILS, not ERRATUM
+    orig = cgpfl.theorem41_stepwise
+    monkeypatch.setattr(cgpfl, "theorem41_stepwise", lambda **k: orig(**k) / 10)
+    assert _run_printed().verdict is Verdict.FAILS

@@ -81,3 +81,23 @@ def test_a_clustering_that_leaves_the_assignment_is_refused():
     together = [np.zeros(4), np.zeros(4) + 1e-3]    # two contexts at one place: k-means regroups
     with pytest.raises(RuntimeError, match="assignment"):
         W.engine_trajectory(s, clients, together)
+
+
+def test_the_engine_records_the_printed_gradient_k_times_cluster_size_the_proofs():
+    # grad_G_sq_over_K after round 0 is (1/K)Σ_k‖(2K/N)Σ_{C_k}(ω_k − θ̂_j)‖² = m²·(proof's),
+    # m = K|C_k| — the scaling the printed-normalisation check relies on
+    import torch
+
+    from algorithms.base import State
+    from verification.worst_case import quadratic_clients as qc
+
+    s = W.CGPFLSetting(contexts=2, per_context=2, rounds=1, lam=3.0, mu=0.1, beta=0.5)
+    clients, omega0 = W.instance(s, seed=4)
+    fed, model = qc.federation(clients)
+    alg = W.engine_algorithm(s)
+    state = alg.init(fed, model, 0)
+    state = State(0, 0, {**state.models, "context": {"theta": torch.tensor(np.stack(omega0))}},
+                  {**state.tensors, "assignment": torch.tensor(s.assignment)})
+    recorded = float(alg.round(state, fed, model).tensors["grad_G_sq_over_K"])
+    proof = W.grad_sq(clients, omega0, s, lambda v: float(v @ v))
+    assert recorded == pytest.approx(16 * proof, rel=1e-12)

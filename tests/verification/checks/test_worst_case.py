@@ -74,11 +74,11 @@ def test_without_pepit_the_checks_are_inconclusive_with_the_install_hint(monkeyp
     json.dumps(res.to_dict(), allow_nan=False)           # results.json stays strict JSON
 
 
-@pytest.mark.slow
 #: worst-case checks whose verdict is an erratum of the paper (docs/worst_case.md)
 ERRATA = {"cgpfl.worst_case_thm41_printed_G": Verdict.ERRATUM}
 
 
+@pytest.mark.slow
 def test_every_worst_case_check_holds_at_full_size():
     # ~70 s on a shared 2-core CPU (the K = 3 inner-step PEP is most of it)
     for cid, chk in load_all().items():

@@ -42,3 +42,7 @@ def test_thm41b_envelope_holds_and_can_fail():
     ctx = Context(size="quick", seed=0, params={**chk.quick, "mutate": ("inflate_last", 1e3)},
                   tolerance=chk.tolerance)
     assert not chk.fn(ctx).holds  # one point 1000x off breaks the factor-10 envelope
+    # δ_G²/λ instead of δ_G²/λ²: the shape falls 32× slower than the gap over λ = 1 … 32
+    ctx = Context(size="quick", seed=0, params={**chk.quick, "lam_power": 1},
+                  tolerance=chk.tolerance)
+    assert not chk.fn(ctx).holds

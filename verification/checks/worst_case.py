@@ -172,7 +172,7 @@ def thm2(ctx: Context) -> Outcome:
 def thm2_heterogeneous(ctx: Context) -> Outcome:
     """Two L-smooth clients whose envelopes differ (σ²_{F,2} > 0), exact prox, η = η̂₂/(βR),
     β = 1: the engine on clients sharing one indefinite Hessian (σ² from it, after scaling to
-    Δ_F = 1) ≤ the relaxed PEP worst case (:mod:`verification.worst_case.heterogeneous`) ≤
+    Δ_F = 1) ≤ the relaxed PEP worst case (A3 imposed at the visited global models) ≤
     Theorem 2(a) with that σ² (initial + drift terms; S = N: no sampling term)."""
     from verification.worst_case import heterogeneous as H
 

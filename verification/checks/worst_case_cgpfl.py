@@ -31,7 +31,7 @@ def setting(p: dict) -> W.CGPFLSetting:
                           L=p["L"], alpha=p.get("alpha", 1.0))
 
 
-@check(NAME, paper=PAPER,
+@check("cgpfl.worst_case_thm41_fixed", paper=PAPER,
        reference="Theorem 4.1 (step-wise form, ICLR appendix A.3) at Q^t = I, δ = 0, worst "
                  "case over L-smooth f_i (PEP)",
        kind="worst_case", tolerance=2e-2,
@@ -76,10 +76,7 @@ def thm41_fixed(ctx: Context) -> Outcome:
                                extra={**out.extra, **extra})
 
 
-PRINTED = "cgpfl.worst_case_thm41_printed_G"
-
-
-@check(PRINTED, paper=PAPER,
+@check("cgpfl.worst_case_thm41_printed_G", paper=PAPER,
        reference="Theorem 4.1 step-wise form at Q^t = I, δ = 0, with G = (1/K)Σ_k G_k = "
                  "(1/N)Σ_j‖θ_j − ω_k(j)‖² as printed (§A.2) — ERRATUM? docs/worst_case.md",
        kind="worst_case", tolerance=2e-2,

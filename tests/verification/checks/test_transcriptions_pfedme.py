@@ -4,7 +4,6 @@ except the ones named below with the reason they cannot change the value)."""
 
 from __future__ import annotations
 
-import importlib
 
 import numpy as np
 import pytest

@@ -16,7 +16,8 @@ the specification (docs/formulas.md §B.6, §A.7), not from :mod:`pfl_theory.rat
   (TRN)^{-2/3} under the same coupling;
 * the exponent of a variable in a rate is the limit of x ∂log e/∂x as x → ∞ (the others
   fixed), computed here **numerically** at x = 10^600 and 10^1200 in 80-digit arithmetic (two
-  terms whose exponents differ by 1/24 are then 10^-25 apart) and rounded to a fraction with denominator <= 24 (a different method from pfl_theory's).
+  terms whose exponents differ by 1/24 are then 10^-25 apart) and rounded to a fraction
+  with denominator <= 24 (a different method from pfl_theory's structural reading).
 """
 
 from __future__ import annotations

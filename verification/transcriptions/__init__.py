@@ -1,0 +1,1 @@
+"""Independent transcriptions of the papers' formulas (sympy), for the identity checks."""

@@ -34,8 +34,8 @@ POINTS = {"quick": {"points": 8}, "full": {"points": 64}}
 
 # ----------------------------------------------------------------------------- shared helpers
 def floats_of(value: Any) -> dict[str, float]:
-    """Every float of a result, by name: a float, a dict, a (named) tuple, an array, a
-    dataclass (``BoundTerms``: its ``terms`` and ``total``)."""
+    """Every number of a result, by name, as a float (bools as 0/1, ints exactly): a number, a
+    dict, a (named) tuple, an array, a dataclass (``BoundTerms``: its ``terms`` and ``total``)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, float] = {}
         for f in dataclasses.fields(value):
@@ -54,7 +54,7 @@ def floats_of(value: Any) -> dict[str, float]:
             for k, f in floats_of(v).items():
                 out[f"{i}.{k}" if k else str(i)] = f
         return out
-    if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
+    if value is None or isinstance(value, str):
         return {}
     return {"": float(value)}
 
@@ -147,7 +147,8 @@ def lemma2(ctx: Context) -> Outcome:
                     T.lemma2_margin_complexity, "Lemma 2")
 
 
-@_check("lemma3", "Lemma 3 (App. A): 24 max{1,q^{1/2−1/p}} (B+ρ)/(γ√m) √(Σ d_l d_{l−1} log 3L) Π M_l")
+@_check("lemma3",
+        "Lemma 3 (App. A): 24 max{1,q^{1/2−1/p}} (B+ρ)/(γ√m) √(Σ d_l d_{l−1} log 3L) Π M_l")
 def lemma3(ctx: Context) -> Outcome:
     """Lemma 3's adversarial complexity equals its independent transcription (p > 2 mostly,
     where max{1, q^{1/2−1/p}} > 1)."""

@@ -71,7 +71,8 @@ def test_every_generated_mutant_fails_its_check(function):
         else:
             killed += 1
     assert killed > 0
-    assert sorted(survived) == sorted(k for k in EQUIVALENT if k.split(":")[0] == f"plgu.{function}")
+    assert sorted(survived) == sorted(k for k in EQUIVALENT
+                                      if k.split(":")[0] == f"plgu.{function}")
 
 
 def test_a_doubled_result_fails_and_is_reported(monkeypatch):

@@ -8,7 +8,8 @@ the value; γ in (0, 1) as the functions require.  ``pfl_theory.plgu`` is called
 module attribute, so a patched function (the mutation run) is the one compared.
 
 The comparison helpers (:func:`relative_difference`, :func:`identity_outcome`,
-:func:`log_uniform`) are shared with :mod:`verification.checks.transcriptions_ppfe`.
+:func:`log_uniform`) are shared with :mod:`verification.checks.transcriptions_ppfe_bounds`
+and :mod:`verification.checks.transcriptions_ppfe_covering`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ TOL = 1e-12
 TOL_REASON = ("float64 evaluation of the same closed form in two orders of operations: "
               "relative round-off ≲ 1e-14 (≤ 10 factors, a sqrt, logs); 1e-12 leaves 100×")
 POINTS = {"quick": {"points": 8}, "full": {"points": 64}}
+#: the common @check arguments (each check declares its literal id, which ``pflt verify
+#: --only`` reads from the source without importing the module)
+_IDENTITY = {"paper": PAPER, "kind": "identity", "tolerance": TOL, "tolerance_reason": TOL_REASON,
+             "quick": POINTS["quick"], "full": POINTS["full"]}
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -116,14 +121,9 @@ def _compare(ctx: Context, key: int, draw, ours, theirs, what: str) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, what)
 
 
-def _check(name: str, reference: str):
-    return check(f"plgu.transcription_{name}", paper=PAPER, reference=reference,
-                 kind="identity", tolerance=TOL, tolerance_reason=TOL_REASON,
-                 quick=POINTS["quick"], full=POINTS["full"])
-
-
 # ----------------------------------------------------------------------------- checks
-@_check("clipped_log_lp_factor", "§E.D7 log max(x, 2); Lemma 3 max{1, q^{1/2−1/p}}")
+@check("plgu.transcription_clipped_log_lp_factor", **_IDENTITY,
+       reference="§E.D7 log max(x, 2); Lemma 3 max{1, q^{1/2−1/p}}")
 def clipped_log_lp_factor(ctx: Context) -> Outcome:
     """clipped_log(x) = log max(x, 2) on x ∈ [0.5, 40] (both sides of the clip) and
     lp_factor(p) = max{1, q^{1/2−1/p}} on p ∈ {1, 1.5, 2, ∞} and p log-uniform in [2.2, 9]."""
@@ -136,7 +136,8 @@ def clipped_log_lp_factor(ctx: Context) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, "log max(x, 2) and max{1, q^{1/2−1/p}}")
 
 
-@_check("lemma2", "Lemma 2 (App. A): 2B√(d+1+log n) Π M_l / √m")
+@check("plgu.transcription_lemma2", **_IDENTITY,
+       reference="Lemma 2 (App. A): 2B√(d+1+log n) Π M_l / √m")
 def lemma2(ctx: Context) -> Outcome:
     """Lemma 2's margin complexity equals its independent transcription at random points."""
     def draw(rng, i):
@@ -147,8 +148,9 @@ def lemma2(ctx: Context) -> Outcome:
                     T.lemma2_margin_complexity, "Lemma 2")
 
 
-@_check("lemma3",
-        "Lemma 3 (App. A): 24 max{1,q^{1/2−1/p}} (B+ρ)/(γ√m) √(Σ d_l d_{l−1} log 3L) Π M_l")
+@check("plgu.transcription_lemma3", **_IDENTITY,
+       reference="Lemma 3 (App. A): 24 max{1,q^{1/2−1/p}} (B+ρ)/(γ√m) "
+                 "√(Σ d_l d_{l−1} log 3L) Π M_l")
 def lemma3(ctx: Context) -> Outcome:
     """Lemma 3's adversarial complexity equals its independent transcription (p > 2 mostly,
     where max{1, q^{1/2−1/p}} > 1)."""
@@ -171,7 +173,8 @@ def _lemma4_args(rng, i):
             "d": log_uniform(rng, 3.0, 40.0), "n": log_uniform(rng, 2.0, 30.0), "p": _p(rng, i)}
 
 
-@_check("lemma4", "Lemma 4 (App. A), explicit display (‖x‖ on L^Uni, ‖x‖+ρ on L^Per)")
+@check("plgu.transcription_lemma4", **_IDENTITY,
+       reference="Lemma 4 (App. A), explicit display (‖x‖ on L^Uni, ‖x‖+ρ on L^Per)")
 def lemma4(ctx: Context) -> Outcome:
     """Lemma 4 (both terms and their sum) equals its independent transcription, including a
     point with D = L (adversarial term 0)."""
@@ -189,14 +192,16 @@ def _theorem1_args(rng, i):
             "gamma": log_uniform(rng, 0.01, 0.6)}
 
 
-@_check("theorem1", "Theorem 1 (PLGU-LF), App. A; last term 2√(log(1/γ)/m)")
+@check("plgu.transcription_theorem1", **_IDENTITY,
+       reference="Theorem 1 (PLGU-LF), App. A; last term 2√(log(1/γ)/m)")
 def theorem1(ctx: Context) -> Outcome:
     """Theorem 1's five terms and total equal their independent transcription."""
     return _compare(ctx, 5, _theorem1_args, lambda **k: P.theorem1_plgu_lf(**k),
                     T.theorem1_plgu_lf, "Theorem 1 (four terms, concentration, total)")
 
 
-@_check("theorem2", "Theorem 2 (PLGU-GRep), App. B (Lemmas 5–7)")
+@check("plgu.transcription_theorem2", **_IDENTITY,
+       reference="Theorem 2 (PLGU-GRep), App. B (Lemmas 5–7)")
 def theorem2(ctx: Context) -> Outcome:
     """Theorem 2's terms and total equal their independent transcription."""
     def draw(rng, i):
@@ -210,7 +215,8 @@ def theorem2(ctx: Context) -> Outcome:
                     T.theorem2_plgu_grep, "Theorem 2 (head, representation, total)")
 
 
-@_check("theorem3", "Theorem 3 (PLGU-GHN), App. C.2, as printed (β on the descriptor term)")
+@check("plgu.transcription_theorem3", **_IDENTITY,
+       reference="Theorem 3 (PLGU-GHN), App. C.2, as printed (β on the descriptor term)")
 def theorem3(ctx: Context) -> Outcome:
     """Theorem 3's terms and total equal their independent transcription."""
     def draw(rng, i):
@@ -225,7 +231,8 @@ def theorem3(ctx: Context) -> Outcome:
                     T.theorem3_plgu_ghn, "Theorem 3 (descriptor, hypernetwork, total)")
 
 
-@_check("linear_rademacher_bound", "Lemma 2 at depth 1 (§E.D8): B M / √m")
+@check("plgu.transcription_linear_rademacher_bound", **_IDENTITY,
+       reference="Lemma 2 at depth 1 (§E.D8): B M / √m")
 def linear_rademacher_bound(ctx: Context) -> Outcome:
     """The depth-1 bound B M / √m equals its independent transcription."""
     def draw(rng, i):

@@ -19,14 +19,12 @@ from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import ppfe_bounds as T
 
 PAPER = "PPFE (arXiv 2602.14244)"
+#: the common @check arguments (literal ids stay readable by ``pflt verify --only``)
+_IDENTITY = {"paper": PAPER, "kind": "identity", "reconstructed": True, "tolerance": TOL,
+             "tolerance_reason": TOL_REASON, "quick": {"points": 8}, "full": {"points": 64}}
 LAMBERT_REASON = ("Lambert-W root (scipy, float64) vs brentq root of u − ½ log u = log κ: "
                   "both ≲ 1e-15 relative; 1e-12 leaves ~1000×")
-
-
-def _check(name: str, reference: str, tolerance: float = TOL, reason: str = TOL_REASON):
-    return check(f"ppfe.transcription_{name}", paper=PAPER, reference=reference,
-                 kind="identity", reconstructed=True, tolerance=tolerance,
-                 tolerance_reason=reason, quick={"points": 8}, full={"points": 64})
+_LAMBERT = {**_IDENTITY, "tolerance_reason": LAMBERT_REASON}
 
 
 def _rng(ctx: Context, key: int) -> np.random.Generator:
@@ -55,8 +53,9 @@ def _sizes(rng: np.random.Generator) -> list[int]:
     return [int(v) for v in rng.integers(5, 400, size=int(rng.integers(2, 30)))]
 
 
-@_check("theorem7", "Theorem 7 (eq. 24), §C.5.3: shared over N n̄, personalized over n̄, √(T/n̄), "
-        "confidence; parameter counts per stage")
+@check("ppfe.transcription_theorem7", **_IDENTITY,
+       reference="Theorem 7 (eq. 24), §C.5.3: shared over N n̄, personalized over n̄, √(T/n̄), "
+                 "confidence; parameter counts per stage")
 def theorem7(ctx: Context) -> Outcome:
     """Theorem 7's four terms and total (with and without the depth factor) and the per-stage
     shared/personalized parameter counts equal their independent transcription."""
@@ -72,7 +71,8 @@ def theorem7(ctx: Context) -> Outcome:
     return _compare(ctx, 1, draw, ours, theirs, "Theorem 7 and the stage parameter counts")
 
 
-@_check("corollary2", "Corollary 2 (eqs. 29–30), §C.5.4, with S_T(γ_w) = Σ_{t=1}^{T−1} t γ_w^{2t}")
+@check("ppfe.transcription_corollary2", **_IDENTITY,
+       reference="Corollary 2 (eqs. 29–30), §C.5.4, with S_T(γ_w) = Σ_{t=1}^{T−1} t γ_w^{2t}")
 def corollary2(ctx: Context) -> Outcome:
     """Corollary 2's terms and total, and S_T(γ_w) (closed form, and T(T−1)/2 at γ_w = 1),
     equal their independent transcription."""
@@ -91,8 +91,8 @@ def corollary2(ctx: Context) -> Outcome:
     return _compare(ctx, 2, draw, ours, theirs, "Corollary 2 and S_T")
 
 
-@_check("lemma9", "Lemma 9 (eq. 28), §C.5.10, with the endpoint correction κ† ≈ 3.134",
-        reason=LAMBERT_REASON)
+@check("ppfe.transcription_lemma9", **_LAMBERT,
+       reference="Lemma 9 (eq. 28), §C.5.10, with the endpoint correction κ† ≈ 3.134")
 def lemma9(ctx: Context) -> Outcome:
     """Lemma 9's minimiser, minimum, u*, κ and the interior/endpoint case equal the
     transcription's (larger root u₂ = −½ W₋₁(−2/κ²)); b spans both cases."""
@@ -102,7 +102,8 @@ def lemma9(ctx: Context) -> Outcome:
     return _compare(ctx, 3, draw, lambda *a: P.lemma9_minimize(*a), T.lemma9_minimize, "Lemma 9")
 
 
-@_check("lemma9_asymptotic", "Lemma 9 (§C.5.10), two-term asymptotics as b → 0")
+@check("ppfe.transcription_lemma9_asymptotic", **_IDENTITY,
+       reference="Lemma 9 (§C.5.10), two-term asymptotics as b → 0")
 def lemma9_asymptotic(ctx: Context) -> Outcome:
     """u₂ ≈ log κ + ½ log log κ, x* ≈ √b/(2a√u₂), φ* ≈ √(b u₂)(1 + 1/(2u₂)) equal the
     transcription's at κ > e."""
@@ -113,8 +114,8 @@ def lemma9_asymptotic(ctx: Context) -> Outcome:
                     "the Lemma 9 asymptotics")
 
 
-@_check("adaboost_chain",
-        "Theorem 2 (eq. 14), §C.5.11: Π 2√(ε_t(1−ε_t)) ≤ e^{−2Σ(½−ε_t)²} ≤ e^{−2γ²T}")
+@check("ppfe.transcription_adaboost_chain", **_IDENTITY,
+       reference="Theorem 2 (eq. 14), §C.5.11: Π 2√(ε_t(1−ε_t)) ≤ e^{−2Σ(½−ε_t)²} ≤ e^{−2γ²T}")
 def adaboost_chain(ctx: Context) -> Outcome:
     """The three members of eq. (14) for every prefix of random weighted errors, and the
     bias bound e^{−2γ²T} at random (γ, T), equal their independent transcription."""
@@ -132,7 +133,8 @@ def adaboost_chain(ctx: Context) -> Outcome:
     return _compare(ctx, 5, draw, ours, theirs, "eq. (14) and e^{−2γ²T}")
 
 
-@_check("kappa0", "§C.5.12 [DERIVED from Lemma 6 + Lemma 8]: κ₀ = B √(log(⌈A/ε_α⌉ + 1)/2)")
+@check("ppfe.transcription_kappa0", **_IDENTITY,
+       reference="§C.5.12 [DERIVED from Lemma 6 + Lemma 8]: κ₀ = B √(log(⌈A/ε_α⌉ + 1)/2)")
 def kappa0(ctx: Context) -> Outcome:
     """κ₀ from the loss bound, coefficient bound and coefficient-grid radius equals the
     transcription's."""
@@ -144,7 +146,8 @@ def kappa0(ctx: Context) -> Outcome:
                     T.kappa0_from_ingredients, "κ₀")
 
 
-@_check("stage_edge", "eq. (13) edge min_t(½ − ε_t); SAMME (1 − 1/C − ε_t)·C/(2(C − 1)) for C > 2")
+@check("ppfe.transcription_stage_edge", **_IDENTITY,
+       reference="eq. (13) edge min_t(½ − ε_t); SAMME (1 − 1/C − ε_t)·C/(2(C − 1)) for C > 2")
 def stage_edge(ctx: Context) -> Outcome:
     """The weak-learning edge from random stage errors (C = 2..10 classes) equals the
     transcription's."""
@@ -157,8 +160,9 @@ def stage_edge(ctx: Context) -> Outcome:
                     "the stage edge")
 
 
-@_check("select_stages", "§C.5.12: argmin_T e^{−2γ²T} + κ₀√(T/n) (brute force) and the Lemma-9 "
-        "continuous optimum", reason=LAMBERT_REASON)
+@check("ppfe.transcription_select_stages", **_LAMBERT,
+       reference="§C.5.12: argmin_T e^{−2γ²T} + κ₀√(T/n) (brute force) and the Lemma-9 "
+                 "continuous optimum")
 def select_stages(ctx: Context) -> Outcome:
     """The chosen T equals the brute-force integer minimiser of the curve, and the curve,
     b', κ, the interior flag and the continuous T* equal the transcription's."""

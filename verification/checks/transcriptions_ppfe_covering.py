@@ -24,12 +24,9 @@ from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import ppfe_covering as T
 
 PAPER = "PPFE (arXiv 2602.14244)"
-
-
-def _check(name: str, reference: str, tolerance: float = TOL, reason: str = TOL_REASON):
-    return check(f"ppfe.transcription_{name}", paper=PAPER, reference=reference,
-                 kind="identity", reconstructed=True, tolerance=tolerance,
-                 tolerance_reason=reason, quick={"points": 8}, full={"points": 64})
+#: the common @check arguments (literal ids stay readable by ``pflt verify --only``)
+_IDENTITY = {"paper": PAPER, "kind": "identity", "reconstructed": True, "tolerance": TOL,
+             "tolerance_reason": TOL_REASON, "quick": {"points": 8}, "full": {"points": 64}}
 
 
 def _rng(ctx: Context, key: int) -> np.random.Generator:
@@ -57,7 +54,8 @@ def _log_cover(rng: np.random.Generator):
     return lambda radius: count * math.log1p(scale / radius)
 
 
-@_check("lemma4", "Lemma 4, §C.5.6: A_l, Λ and log N ≤ P log(1 + ⌈MΛ/ε⌉), P = Σ d_l(d_{l−1}+1)")
+@check("ppfe.transcription_lemma4", **_IDENTITY,
+       reference="Lemma 4, §C.5.6: A_l, Λ and log N ≤ P log(1 + ⌈MΛ/ε⌉), P = Σ d_l(d_{l−1}+1)")
 def lemma4(ctx: Context) -> Outcome:
     """The parameter count, log A_0..log A_{L−1}, log Λ and the log-covering bound of random
     fully connected nets equal the transcription's (exact rational recursion, logs at the end)."""
@@ -72,7 +70,8 @@ def lemma4(ctx: Context) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, "Lemma 4 (P, log A_l, log Λ, log N)")
 
 
-@_check("lemma5", "Lemma 5, §C.5.7: N(G∘F, ε_g + L_g ε_f) ≤ N(G, ε_g) N(F, ε_f)")
+@check("ppfe.transcription_lemma5", **_IDENTITY,
+       reference="Lemma 5, §C.5.7: N(G∘F, ε_g + L_g ε_f) ≤ N(G, ε_g) N(F, ε_f)")
 def lemma5(ctx: Context) -> Outcome:
     """The composed cover's radius and log-size equal the transcription's."""
     rng, errs = _rng(ctx, 2), []
@@ -85,8 +84,9 @@ def lemma5(ctx: Context) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, "Lemma 5")
 
 
-@_check("lemma6", "Lemma 6, eq. (22), §C.5.8: radius A Σε_t + T B_h ε_α, log-size "
-        "Σ log N_t + T log(⌈A/ε_α⌉ + 1), the α-grid")
+@check("ppfe.transcription_lemma6", **_IDENTITY,
+       reference="Lemma 6, eq. (22), §C.5.8: radius A Σε_t + T B_h ε_α, log-size "
+                 "Σ log N_t + T log(⌈A/ε_α⌉ + 1), the α-grid")
 def lemma6(ctx: Context) -> Outcome:
     """Radius and log-size of the product cover equal the transcription's; the α-grid has
     ⌈A/ε_α⌉ + 1 points in [−A, A] and covers [−A, A] at radius ε_α (its relative violation)."""
@@ -111,7 +111,8 @@ def lemma6(ctx: Context) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, "Lemma 6's radius, log-size and α-grid")
 
 
-@_check("lemma6_allocation", "Lemma 6, eq. (22), §C.5.8: the infimum over feasible allocations")
+@check("ppfe.transcription_lemma6_allocation", **_IDENTITY,
+       reference="Lemma 6, eq. (22), §C.5.8: the infimum over feasible allocations")
 def lemma6_allocation(ctx: Context) -> Outcome:
     """The allocation Lemma 6's calculator returns is feasible (A Σε_t + T B_h ε_α ≤ ε), its
     value is the transcription's bracket at that allocation, and it is no worse than the
@@ -133,7 +134,8 @@ def lemma6_allocation(ctx: Context) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, "Lemma 6's allocation")
 
 
-@_check("lemma8", "Lemma 8, §C.5.9: B √(log(2/δ)/(2 N n̄)), 1/n̄ = (1/N) Σ 1/n_i")
+@check("ppfe.transcription_lemma8", **_IDENTITY,
+       reference="Lemma 8, §C.5.9: B √(log(2/δ)/(2 N n̄)), 1/n̄ = (1/N) Σ 1/n_i")
 def lemma8(ctx: Context) -> Outcome:
     """The harmonic-mean size and Lemma 8's deviation equal the transcription's."""
     rng, errs = _rng(ctx, 5), []
@@ -146,12 +148,14 @@ def lemma8(ctx: Context) -> Outcome:
     return identity_outcome(errs, ctx.tolerance, "n̄ and Lemma 8")
 
 
-@_check("union_bound", "eqs. (26)–(27), §C.5.9: inf_ε 2L_ℓ ε + B √((log N(ε) + log(2/δ))/(2N n̄))",
-        tolerance=1e-10,
-        reason="two numerical minimisations of a smooth function of log ε (bounded Brent): at "
-               "a minimum the value is second-order in the argument's error, measured ≤ 4e-13 "
-               "relative over 256 points; the value at the returned radius is the same closed "
-               "form (round-off 1e-15); 1e-10 leaves ≥ 250×")
+@check("ppfe.transcription_union_bound", **{
+    **_IDENTITY, "tolerance": 1e-10,
+    "tolerance_reason": "two numerical minimisations of a smooth function of log ε (bounded "
+                        "Brent): at a minimum the value is second-order in the argument's "
+                        "error, measured ≤ 4e-13 relative over 256 points; the value at the "
+                        "returned radius is the same closed form (round-off 1e-15); 1e-10 "
+                        "leaves ≥ 250×"},
+       reference="eqs. (26)–(27), §C.5.9: inf_ε 2L_ℓ ε + B √((log N(ε) + log(2/δ))/(2N n̄))")
 def union_bound(ctx: Context) -> Outcome:
     """The bound the union-bound calculator returns equals the transcription's bracket at the
     returned radius and our own minimum over ε (grid + Brent)."""

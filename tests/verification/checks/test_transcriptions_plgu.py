@@ -90,3 +90,14 @@ def test_relative_difference_helper():
     assert C.relative_difference(float("nan"), 1.0) == float("inf")
     assert C.relative_difference((1.0, np.array([2.0, 3.0])), (1.0, np.array([2.0, 3.0]))) == 0
     assert C.identity_outcome([1e-16, float("nan")], 1e-12, "x").holds is False
+
+
+def test_pflt_verify_only_finds_each_transcription_check_by_its_id():
+    """Every check declares its literal id, so ``pflt verify --only <id>`` (which reads the
+    ids from the source without importing) imports its module."""
+    from verification.core.runner import modules_declaring
+
+    for cid in load_all():
+        if ".transcription_" in cid and cid.split(".")[0] in ("plgu", "ppfe"):
+            assert load_all()[cid].fn.__module__.rsplit(".", 1)[-1] in \
+                modules_declaring("verification.checks", cid), cid

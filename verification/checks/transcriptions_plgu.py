@@ -64,9 +64,11 @@ def floats_of(value: Any) -> dict[str, float]:
     return {"": float(value)}
 
 
-def relative_difference(ours: Any, reference: Any) -> float:
-    """max over the floats of |a − b| / max(|a|, |b|) (0 when both are 0); a name present on
-    one side only, or a non-finite value, counts as ∞."""
+def relative_difference(ours: Any, reference: Any, *, floor: float = 0.0) -> float:
+    """max over the floats of |a − b| / max(|a|, |b|, ``floor``) (0 when both are 0); a name
+    present on one side only, or a non-finite value, counts as ∞.  ``floor`` = 1 for logs:
+    an absolute error δ of log X is the relative error δ of X, so a log near 0 (X ≈ 1) is
+    compared absolutely."""
     a, b = floats_of(ours), floats_of(reference)
     if set(a) != set(b):
         return math.inf
@@ -77,7 +79,7 @@ def relative_difference(ours: Any, reference: Any) -> float:
             if av != bv:
                 return math.inf
             continue
-        scale = max(abs(av), abs(bv))
+        scale = max(abs(av), abs(bv), floor)
         worst = max(worst, abs(av - bv) / scale if scale > 0 else 0.0)
     return worst
 

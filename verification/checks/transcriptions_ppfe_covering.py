@@ -66,7 +66,8 @@ def lemma4(ctx: Context) -> Outcome:
             {"P": P.fc_parameter_count(widths), "constants": P.lemma4_log_constants(widths, **net),
              "log_covering": P.lemma4_log_covering(widths, eps=eps, **net)},
             {"P": T.fc_parameter_count(widths), "constants": T.lemma4_log_constants(widths, **net),
-             "log_covering": T.lemma4_log_covering(widths, eps=eps, **net)}))
+             "log_covering": T.lemma4_log_covering(widths, eps=eps, **net)},
+            floor=1.0))  # logs: log A_l ≈ 0 when A_l ≈ 1 (relative_difference)
     return identity_outcome(errs, ctx.tolerance, "Lemma 4 (P, log A_l, log Λ, log N)")
 
 

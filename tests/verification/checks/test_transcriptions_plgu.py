@@ -86,6 +86,8 @@ def test_a_doubled_result_fails_and_is_reported(monkeypatch):
 def test_relative_difference_helper():
     assert C.relative_difference({"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}) == 0.0
     assert C.relative_difference({"a": 2.0}, {"a": 1.0}) == 0.5
+    assert C.relative_difference(1e-3, 2e-3) == 0.5
+    assert C.relative_difference(1e-3, 2e-3, floor=1.0) == pytest.approx(1e-3)
     assert C.relative_difference({"a": 1.0}, {"b": 1.0}) == float("inf")
     assert C.relative_difference(float("nan"), 1.0) == float("inf")
     assert C.relative_difference((1.0, np.array([2.0, 3.0])), (1.0, np.array([2.0, 3.0]))) == 0

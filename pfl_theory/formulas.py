@@ -406,7 +406,8 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("D.8", "Theorems 1–3 and Lemmas 2–4 (generalization bounds)", PLGU,
             "Theorems 1–3; Lemmas 1–10 (appendix)", "SEED",
             "Last term 2√(log(1/γ)/m) (appendix; the main text's √(m log(1/γ)) is a typo); "
-            "Lemma 4's display vs O-form swap of ‖x‖ and ‖x‖ + ρ follows the O-form; log D, "
+            "Lemma 4 as displayed (‖x‖ on the universal block, ‖x‖ + ρ on the personalized one, "
+            "swapped w.r.t. its O-form); Theorem 1's term 4 follows the O-form; log D, "
             "log(L − D) clipped to log max(·, 2); Theorem 2 from the appendix (main text truncated).",
             (_PL + "theorem1_plgu_lf", _PL + "theorem2_plgu_grep", _PL + "theorem3_plgu_ghn",
              _PL + "lemma2_margin_complexity", _PL + "lemma3_adversarial_complexity",

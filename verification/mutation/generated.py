@@ -178,11 +178,20 @@ def _on_arg(name: str, change: Callable[[dict, float], None] | None = None,
             v = _size(bound.arguments.get(name))
             if v is None:
                 return f(*a, **k)
-            t.hit()
             if change is not None:
+                t.hit()
                 change(bound.arguments, v)
                 return t.call(f, *bound.args, **bound.kwargs)
-            return map_floats(f(*a, **k), result(v))
+            seen = []
+            transform = result(v)
+
+            def counted(r: float) -> float:
+                seen.append(r)
+                return transform(r)
+            out = map_floats(f(*a, **k), counted)
+            if seen:      # an int or symbolic result is left alone: not applied, not counted
+                t.hit()
+            return out
         return g
     return wrap
 
@@ -210,14 +219,18 @@ def _swap(x: str, y: str):
 class _LogModule(types.ModuleType):
     """A stand-in for ``math`` / ``numpy`` whose ``log`` has another base."""
 
-    def __init__(self, real: Any, base: float):
+    def __init__(self, real: Any, base: float, used: Callable[[], None] = lambda: None):
         super().__init__(real.__name__)
-        self._real, self._scale = real, 1.0 / math.log(base)
+        self._real, self._scale, self._used = real, 1.0 / math.log(base), used
 
     def __getattr__(self, attr):
         if attr == "log":
-            real_log, s = self._real.log, self._scale
-            return lambda x, *a, **k: real_log(x, *a, **k) * s
+            real_log, s, used = self._real.log, self._scale, self._used
+
+            def log(x, *a, **k):
+                used()
+                return real_log(x, *a, **k) * s
+            return log
         return getattr(self._real, attr)
 
 
@@ -226,11 +239,11 @@ def _log_base(base: float):
         mod = sys.modules[f.__module__]
 
         @functools.wraps(f)
-        def g(*a, **k):
-            t.hit()
+        def g(*a, **k):   # applied (hit) only when math.log / np.log is actually called:
+            # a formula whose log is sympy's (sp.log) is left alone, not a survivor
             saved = {n: getattr(mod, n) for n in ("math", "np") if hasattr(mod, n)}
             for n, real in saved.items():
-                setattr(mod, n, _LogModule(real, base))
+                setattr(mod, n, _LogModule(real, base, t.hit))
             try:
                 return t.call(f, *a, **k)
             finally:

@@ -80,3 +80,36 @@ def test_a_result_without_floats_is_not_counted_as_mutated():
              if m.label == "x2")
     t = G.Tracker()
     assert m.wrap(ppfe.fc_parameter_count, t)([3, 1]) == 4 and t.hits == 0  # an int: unchanged
+
+
+def test_an_argument_exponent_mutant_of_an_int_result_is_not_counted_as_mutated():
+    # result × v^{±1/2} on an int-valued formula changes nothing: not exercised (was counted
+    # as a survivor that no check could ever kill)
+    muts = [m for m in G.mutants_of("pfl_theory.ppfe_covering", "fc_parameter_count", limit=99)
+            if m.kind == "exponent"]
+    assert muts
+    for m in muts:
+        t = G.Tracker()
+        assert m.wrap(ppfe.fc_parameter_count, t)([3, 1, 2]) == ppfe.fc_parameter_count([3, 1, 2])
+        assert t.hits == 0
+
+
+def test_a_log_base_mutant_counts_only_when_the_formula_calls_math_or_numpy_log():
+    from pfl_theory import rates
+
+    muts = [m for m in G.mutants_of("pfl_theory.rates", "power_exponents", limit=99)
+            if m.kind == "log-base"]
+    import sympy as sp
+
+    T, N = sp.symbols("T N", positive=True)
+    assert muts
+    for m in muts:                   # power_exponents uses sympy's log only
+        t = G.Tracker()
+        m.wrap(rates.power_exponents, t)(1 / (T * N), [T, N])
+        assert t.hits == 0
+    m = next(m for m in G.mutants_of("pfl_theory.plgu", "clipped_log", limit=99)
+             if m.kind == "log-base")
+    from pfl_theory import plgu
+    t = G.Tracker()
+    m.wrap(plgu.clipped_log, t)(5.0)
+    assert t.hits >= 1

@@ -24,9 +24,6 @@ CHECK_OF = {
 }
 #: mutants that cannot change any value: why
 EQUIVALENT = {
-    "ppfe_covering.fc_parameter_count:widths^+0.5": "an int result is left unchanged by the "
-                                                    "mutation tool (it multiplies floats only)",
-    "ppfe_covering.fc_parameter_count:widths^-0.5": "same: integer result",
     "ppfe_covering.lemma4_log_constants:weight_bound<->act_lipschitz":
         "M and L_σ enter A_l = L_σ M (d A_{l−1} + 1) + c_0 and Λ (c_l Π c_k M has as many "
         "L_σ as M factors) only through their product",

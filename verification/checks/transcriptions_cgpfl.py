@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from pfl_theory import cgpfl
-from verification.checks.transcriptions_rates import headline_agreement
 from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import cgpfl as tx
 from verification.transcriptions.agreement import Agreement, int_between, log_uniform
@@ -201,12 +200,3 @@ def transcription_select_k(ctx: Context) -> Outcome:
         agree.add("select_k.relative_costs", r.relative_costs, costs / costs[0])
         agree.add("select_k.mu", r.mu, mu_value)
     return agree.outcome(ctx.tolerance, ctx.params["points"], ["select_k"])
-
-
-@check("cgpfl.transcription_headline_rate", paper=PAPER,
-       reference="Theorem 4.1 rate remark: O(1/√(KNRT))", kind="identity", tolerance=TOL,
-       tolerance_reason=TOL_REASON, quick=QUICK, full=FULL)
-def transcription_headline_rate(ctx: Context) -> Outcome:
-    """rates.headline_rate("cgpfl.generalized") at random K, N, R, T against 1/√(KNRT)."""
-    return headline_agreement(ctx, ["cgpfl.generalized"]).outcome(
-        ctx.tolerance, ctx.params["points"], ["headline_rate"])

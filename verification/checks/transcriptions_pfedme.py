@@ -19,6 +19,7 @@ import sympy as sp
 from pfl_theory import pfedme
 from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import pfedme as tx
+from verification.transcriptions.pfedme import THEOREM1_NAMES, THEOREM2_NAMES
 from verification.transcriptions.agreement import Agreement, int_between, log_uniform
 
 PAPER = "pFedMe (NeurIPS 2020)"
@@ -136,12 +137,7 @@ def _symbolic(agree: Agreement, label: str, terms: dict, names: dict[str, str], 
                       tx.evaluate(f"{theorem}.{term}", **q))
 
 
-THEOREM1_NAMES = {"T": "T", "R": "R", "N": "N", "S": "S", "beta": "beta", "lambda": "lam",
-                  "mu": "mu", "delta_sq": "delta_sq", "sigma_sq": "sigma_F1_sq",
-                  "Delta_0": "Delta0"}
-THEOREM2_NAMES = {"T": "T", "R": "R", "N": "N", "S": "S", "beta": "beta", "lambda": "lam",
-                  "delta_sq": "delta_sq", "sigma_sq": "sigma_F2_sq", "Delta_F": "Delta_F",
-                  "r_exp": "r_exponent"}
+
 
 
 @check("pfedme.transcription_theorem1", paper=PAPER, reference="Theorem 1(a), 1(b)",

@@ -7,9 +7,7 @@ others, so that a dropped factor, two swapped arguments, a wrong exponent or log
 the value; γ in (0, 1) as the functions require.  ``pfl_theory.plgu`` is called through the
 module attribute, so a patched function (the mutation run) is the one compared.
 
-The comparison helpers (:func:`relative_difference`, :func:`identity_outcome`,
-:func:`log_uniform`) are shared with :mod:`verification.checks.transcriptions_ppfe_bounds`
-and :mod:`verification.checks.transcriptions_ppfe_covering`.
+The comparison helpers are :mod:`verification.transcriptions.agreement`'s.
 """
 
 from __future__ import annotations
@@ -23,77 +21,15 @@ import numpy as np
 from pfl_theory import plgu as P
 from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import plgu as T
+from verification.transcriptions.agreement import (TOL, TOL_REASON, identity_outcome,
+                                                   log_uniform, relative_difference)
 
 PAPER = "PLGU (CVPR 2023)"
-#: both sides evaluate the same closed form in float64 in a different order of operations
-#: (products of ≤ 10 factors, one sqrt, logs): relative round-off ≲ 1e-14; 1e-12 leaves 100×
-TOL = 1e-12
-TOL_REASON = ("float64 evaluation of the same closed form in two orders of operations: "
-              "relative round-off ≲ 1e-14 (≤ 10 factors, a sqrt, logs); 1e-12 leaves 100×")
 POINTS = {"quick": {"points": 8}, "full": {"points": 64}}
 #: the common @check arguments (each check declares its literal id, which ``pflt verify
 #: --only`` reads from the source without importing the module)
 _IDENTITY = {"paper": PAPER, "kind": "identity", "tolerance": TOL, "tolerance_reason": TOL_REASON,
              "quick": POINTS["quick"], "full": POINTS["full"]}
-
-
-# ----------------------------------------------------------------------------- shared helpers
-def floats_of(value: Any) -> dict[str, float]:
-    """Every number of a result, by name, as a float (bools as 0/1, ints exactly): a number, a
-    dict, a (named) tuple, an array, a dataclass (``BoundTerms``: its ``terms`` and ``total``)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, float] = {}
-        for f in dataclasses.fields(value):
-            for k, v in floats_of(getattr(value, f.name)).items():
-                out[f"{f.name}.{k}" if k else f.name] = v
-        return {k.removeprefix("terms."): v for k, v in out.items()}
-    if isinstance(value, Mapping):
-        out = {}
-        for key, v in value.items():
-            for k, f in floats_of(v).items():
-                out[f"{key}.{k}" if k else str(key)] = f
-        return out
-    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim):
-        out = {}
-        for i, v in enumerate(value):
-            for k, f in floats_of(v).items():
-                out[f"{i}.{k}" if k else str(i)] = f
-        return out
-    if value is None or isinstance(value, str):
-        return {}
-    return {"": float(value)}
-
-
-def relative_difference(ours: Any, reference: Any, *, floor: float = 0.0) -> float:
-    """max over the floats of |a − b| / max(|a|, |b|, ``floor``) (0 when both are 0); a name
-    present on one side only, or a non-finite value, counts as ∞.  ``floor`` = 1 for logs:
-    an absolute error δ of log X is the relative error δ of X, so a log near 0 (X ≈ 1) is
-    compared absolutely."""
-    a, b = floats_of(ours), floats_of(reference)
-    if set(a) != set(b):
-        return math.inf
-    worst = 0.0
-    for k, bv in b.items():
-        av = a[k]
-        if not (math.isfinite(av) and math.isfinite(bv)):
-            if av != bv:
-                return math.inf
-            continue
-        scale = max(abs(av), abs(bv), floor)
-        worst = max(worst, abs(av - bv) / scale if scale > 0 else 0.0)
-    return worst
-
-
-def identity_outcome(errors: list[float], tolerance: float, what: str) -> Outcome:
-    """HOLDS iff the worst relative difference over the points is within ``tolerance``."""
-    worst = max((e if math.isfinite(e) else math.inf for e in errors), default=math.inf)
-    return Outcome(measured=worst, theoretical=0.0, holds=worst <= tolerance,
-                   detail=f"max relative difference pfl_theory vs transcription of {what} over "
-                          f"{len(errors)} points: {worst:.2e} (tolerance {tolerance:g})")
-
-
-def log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
-    return float(np.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
 def _rng(ctx: Context, key: int) -> np.random.Generator:

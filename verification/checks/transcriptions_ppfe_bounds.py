@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from pfl_theory import ppfe_bounds as P
-from verification.checks.transcriptions_plgu import (TOL, TOL_REASON, identity_outcome,
-                                                     log_uniform, relative_difference)
 from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import ppfe_bounds as T
+from verification.transcriptions.agreement import (TOL, TOL_REASON, identity_outcome,
+                                                   log_uniform, relative_difference)
 
 PAPER = "PPFE (arXiv 2602.14244)"
 #: the common @check arguments (literal ids stay readable by ``pflt verify --only``)

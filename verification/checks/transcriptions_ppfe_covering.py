@@ -18,10 +18,10 @@ import math
 import numpy as np
 
 from pfl_theory import ppfe_covering as P
-from verification.checks.transcriptions_plgu import (TOL, TOL_REASON, identity_outcome,
-                                                     log_uniform, relative_difference)
 from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import ppfe_covering as T
+from verification.transcriptions.agreement import (TOL, TOL_REASON, identity_outcome,
+                                                   log_uniform, relative_difference)
 
 PAPER = "PPFE (arXiv 2602.14244)"
 #: the common @check arguments (literal ids stay readable by ``pflt verify --only``)

@@ -16,9 +16,9 @@ import numpy as np
 import sympy as sp
 
 from pfl_theory import rates
-from verification.checks.transcriptions_pfedme import THEOREM1_NAMES, THEOREM2_NAMES
 from verification.core.registry import Context, Outcome, check
 from verification.transcriptions import rates as tx
+from verification.transcriptions.pfedme import THEOREM1_NAMES, THEOREM2_NAMES
 from verification.transcriptions.agreement import Agreement, log_uniform
 
 PAPER = "pFedMe (NeurIPS 2020)"
@@ -154,3 +154,12 @@ def transcription_power_exponents(ctx: Context) -> Outcome:
             agree.add_equal(f"power_exponents[{['monomial', 'sum', 'root'][j]}]",
                             {k: _fraction(v) for k, v in got.items()} == want, True)
     return agree.outcome(ctx.tolerance, ctx.params["points"], ["power_exponents"])
+
+
+@check("cgpfl.transcription_headline_rate", paper="CGPFL (IJCAI 2022)",
+       reference="Theorem 4.1 rate remark: O(1/√(KNRT))", kind="identity", tolerance=TOL,
+       tolerance_reason=TOL_REASON, quick={"points": 24}, full={"points": 200})
+def transcription_headline_rate(ctx: Context) -> Outcome:
+    """rates.headline_rate("cgpfl.generalized") at random K, N, R, T against 1/√(KNRT)."""
+    return headline_agreement(ctx, ["cgpfl.generalized"]).outcome(
+        ctx.tolerance, ctx.params["points"], ["headline_rate"])

@@ -154,3 +154,12 @@ def diversity(grads: Any) -> float:
     g = np.asarray(grads, dtype=np.float64)
     centre = g.sum(axis=0) / g.shape[0]
     return float(sum(float((row - centre) @ (row - centre)) for row in g) / g.shape[0])
+
+
+#: transcription symbol → keyword of pfl_theory.pfedme.theorem1a/1b and theorem2a/2b
+THEOREM1_NAMES = {"T": "T", "R": "R", "N": "N", "S": "S", "beta": "beta", "lambda": "lam",
+                  "mu": "mu", "delta_sq": "delta_sq", "sigma_sq": "sigma_F1_sq",
+                  "Delta_0": "Delta0"}
+THEOREM2_NAMES = {"T": "T", "R": "R", "N": "N", "S": "S", "beta": "beta", "lambda": "lam",
+                  "delta_sq": "delta_sq", "sigma_sq": "sigma_F2_sq", "Delta_F": "Delta_F",
+                  "r_exp": "r_exponent"}

@@ -83,17 +83,6 @@ def test_a_doubled_result_fails_and_is_reported(monkeypatch):
     assert r.verdict is Verdict.FAILS and r.measured == pytest.approx(0.5)
 
 
-def test_relative_difference_helper():
-    assert C.relative_difference({"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}) == 0.0
-    assert C.relative_difference({"a": 2.0}, {"a": 1.0}) == 0.5
-    assert C.relative_difference(1e-3, 2e-3) == 0.5
-    assert C.relative_difference(1e-3, 2e-3, floor=1.0) == pytest.approx(1e-3)
-    assert C.relative_difference({"a": 1.0}, {"b": 1.0}) == float("inf")
-    assert C.relative_difference(float("nan"), 1.0) == float("inf")
-    assert C.relative_difference((1.0, np.array([2.0, 3.0])), (1.0, np.array([2.0, 3.0]))) == 0
-    assert C.identity_outcome([1e-16, float("nan")], 1e-12, "x").holds is False
-
-
 def test_pflt_verify_only_finds_each_transcription_check_by_its_id():
     """Every check declares its literal id, so ``pflt verify --only <id>`` (which reads the
     ids from the source without importing) imports its module."""

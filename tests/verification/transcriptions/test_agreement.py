@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
+from verification.transcriptions import agreement as A
 from verification.transcriptions.agreement import Agreement, int_between, log_uniform, rel_diff
 
 
@@ -37,3 +39,14 @@ def test_outcome_holds_only_within_the_tolerance():
     assert not out.holds and "worst: g" in out.detail
     a.add_equal("label", "i", "ii")
     assert a.outcome(1e-12, 3, ["f"]).measured == math.inf
+
+
+def test_relative_difference_per_named_float():
+    assert A.relative_difference({"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}) == 0.0
+    assert A.relative_difference({"a": 2.0}, {"a": 1.0}) == 0.5
+    assert A.relative_difference(1e-3, 2e-3) == 0.5
+    assert A.relative_difference(1e-3, 2e-3, floor=1.0) == pytest.approx(1e-3)
+    assert A.relative_difference({"a": 1.0}, {"b": 1.0}) == float("inf")
+    assert A.relative_difference(float("nan"), 1.0) == float("inf")
+    assert A.relative_difference((1.0, np.array([2.0, 3.0])), (1.0, np.array([2.0, 3.0]))) == 0
+    assert A.identity_outcome([1e-16, float("nan")], 1e-12, "x").holds is False

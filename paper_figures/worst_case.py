@@ -143,12 +143,12 @@ def cgpfl(out_dir: pathlib.Path, size: dict, seed: int) -> list[pathlib.Path]:
     meas = [W.measured(c, seed=seed) for c in cases]
     bound = [cgpfl_bound(c) for c in cases]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.loglog(Ts, bound, "k-", label="Theorem 4.1 step-wise bound 4Δ_G/(α̂T) (Q = I, δ = 0)")
+    ax.loglog(Ts, bound, "k-", label="Theorem 4.1 step-wise bound 4Δ_G/(α̂T) (δ = 0)")
     ax.loglog(Ts, worst, "ro--", label="exact PEP worst case (L-smooth clients)")
     ax.loglog(Ts, meas, "b.-", label="engine, indefinite quadratic instance")
     ax.set(xlabel="rounds T", ylabel="(1/T) Σ_t (1/K)‖∇G_K(Ω^t)‖²  at Δ_G = 1",
-           title=f"CGPFL Thm 4.1, fixed assignment: N = {s.N}, R = {s.local_rounds}, "
-                 f"λ = {s.lam:g}, β = β_max = {s.beta_max:.3g}")
+           title=f"CGPFL Thm 4.1, Q = I: N = {s.N}, R = {s.local_rounds}, λ = {s.lam:g}, "
+                 f"β = β_max = {s.beta_max:.3g}")
     ax.legend(fontsize=7)
     return [_save(fig, out_dir / "worst_case_cgpfl.png"),
             write_csv(out_dir / "worst_case_cgpfl.csv", ("T", "bound", "pep", "measured"),
@@ -175,8 +175,8 @@ def cgpfl_step(out_dir: pathlib.Path, size: dict) -> list[pathlib.Path]:
     ax.axvline(1.0, color="b", ls=":", label="the theorem's β_max")
     ax.set(xlabel="β / β_max", ylabel="worst · α̂T / Δ_G",
            ylim=(0, max(5.0, 1.05 * max(finite, default=5.0))),
-           title=f"CGPFL Thm 4.1, fixed assignment: T = {s.rounds}, R = {s.local_rounds}, "
-                 f"N = {s.N}, λ = {s.lam:g}")
+           title=f"CGPFL Thm 4.1, Q = I: T = {s.rounds}, R = {s.local_rounds}, N = {s.N}, "
+                 f"λ = {s.lam:g}")
     ax.legend(fontsize=7)
     return [_save(fig, out_dir / "worst_case_cgpfl_step.png"),
             write_csv(out_dir / "worst_case_cgpfl_step.csv", ("beta_over_beta_max", "constant"),

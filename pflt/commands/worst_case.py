@@ -106,6 +106,14 @@ def setting(args: argparse.Namespace):
                    sigma_sq=args.sigma_sq, Delta0=args.delta0)
 
 
+def _bisection_line(factor: float, certified: bool) -> None:
+    """Progress of the step bisection (~10 s a solve), on stderr."""
+    import sys
+
+    print(f"bisection: β = {factor:.3g} × β_max: {'certified' if certified else 'not certified'}",
+          file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from verification.worst_case.analysis import analyse
     from verification.worst_case.pep import PEPUnavailable
@@ -114,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         from verification.worst_case import cgpfl_analysis as ca
 
         s, analyse, show = cgpfl_setting(args), ca.analyse, ca.render
-        kwargs = {"steps": not args.no_contraction}
+        kwargs = {"steps": not args.no_contraction, "report": _bisection_line}
     else:
         s, show, kwargs = setting(args), render, {"contraction": not args.no_contraction}
     try:

@@ -47,3 +47,18 @@ def test_bisection_brackets_the_largest_valid_factor(monkeypatch):
 def test_sizes_beyond_a_quick_exact_pep_are_refused(kw, match):
     with pytest.raises(ValueError, match=match):
         ca.validate(CGPFLSetting(**kw))
+
+
+def test_bisection_reports_every_solve(monkeypatch):
+    monkeypatch.setattr(ca, "holds_at", lambda s, f, solver="clarabel": f <= 5.0)
+    seen = []
+    ca.largest_valid_factor(CGPFLSetting(), hi=64.0, iters=3, report=lambda f, ok: seen.append((f, ok)))
+    assert seen[:2] == [(1.0, True), (64.0, False)] and len(seen) == 5
+
+
+def test_render_says_when_the_search_top_was_reached():
+    res = ca.analyse(CGPFLSetting(rounds=1, local_rounds=1), steps=False)
+    res.update(beta_max=0.1, largest_valid_factor=ca.SEARCH_TOP)
+    assert "≥ 64 (the top of the search)" in ca.render(res)
+    res["largest_valid_factor"] = 9.7
+    assert "≈ 9.7 ×" in ca.render(res)

@@ -115,7 +115,6 @@ def _bisection_line(factor: float, certified: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from verification.worst_case.analysis import analyse
     from verification.worst_case.pep import PEPUnavailable
 
     if args.algorithm == "cgpfl":
@@ -124,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         s, analyse, show = cgpfl_setting(args), ca.analyse, ca.render
         kwargs = {"steps": not args.no_contraction, "report": _bisection_line}
     else:
+        from verification.worst_case.analysis import analyse
+
         s, show, kwargs = setting(args), render, {"contraction": not args.no_contraction}
     try:
         res = analyse(s, solver=args.solver, **kwargs)

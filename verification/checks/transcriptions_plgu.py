@@ -12,9 +12,8 @@ The comparison helpers are :mod:`verification.transcriptions.agreement`'s.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -336,6 +336,17 @@ def patched(module: str, function: str, replacement: Callable[..., Any]) -> Iter
             setattr(m, function, original)
 
 
+@contextlib.contextmanager
+def applied(mutant: GeneratedMutant) -> Iterator[Tracker]:
+    """``mutant`` in force (:func:`patched`) with numpy's warnings silenced; yields its
+    :class:`Tracker` (``hits`` = 0: never applied; ``invalid``: rejected by the formula)."""
+    tracker = Tracker()
+    original = getattr(importlib.import_module(mutant.module), mutant.function)
+    with patched(mutant.module, mutant.function, mutant.wrap(original, tracker)), \
+            np.errstate(all="ignore"):
+        yield tracker
+
+
 def clear_caches() -> None:
     """Experiments memoise results (functools.lru_cache); a mutant must not see stale ones
     (used by :mod:`verification.mutation.runner` too)."""

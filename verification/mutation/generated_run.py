@@ -14,11 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-import numpy as np
 
 from verification.core.registry import Check, Verdict, run_check
 from verification.mutation.generated import (CHECK_TIMEOUT_S, MAX_PER_FUNCTION, PROBE_KINDS,
-                                             GeneratedMutant, Tracker, clear_caches,
+                                             GeneratedMutant, applied, clear_caches,
                                              formula_functions, mutants_of, patched)
 
 _clear_caches = clear_caches
@@ -109,15 +108,13 @@ def run_generated(checks: dict[str, Check], *, only: str | None = None,
         for mutant in mutants_of(mod, fn, limit=limit):
             if only and not fnmatch.fnmatchcase(mutant.name, only):
                 continue
-            tracker = Tracker()
-            replacement = mutant.wrap(getattr(importlib.import_module(mod), fn), tracker)
             start = time.perf_counter()
             changes, timed_out = [], False
             _clear_caches()  # once per mutant: its checks may share experiments run under it
-            with patched(mod, fn, replacement):
+            with applied(mutant) as tracker:
                 for cid in cids:
                     try:
-                        with np.errstate(all="ignore"), _time_limit(CHECK_TIMEOUT_S):
+                        with _time_limit(CHECK_TIMEOUT_S):
                             v = run_check(pool[cid], size="quick", seed=0).verdict
                     except _Timeout:
                         timed_out = True

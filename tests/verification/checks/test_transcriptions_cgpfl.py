@@ -10,7 +10,7 @@ import pytest
 
 from pfl_theory import cgpfl
 from verification.core.registry import Verdict, load_all, run_check
-from verification.mutation.generated import Tracker, mutants_of, patched
+from verification.mutation.generated import applied, mutants_of, patched
 
 CHECK_OF = {
     "theorem41_bound": "cgpfl.transcription_theorem41",
@@ -55,9 +55,7 @@ MUTANTS = [m for f in CHECK_OF for m in mutants_of("pfl_theory.cgpfl", f)]
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_generated_mutant_changes_the_verdict(mutant):
-    tracker = Tracker()
-    original = getattr(cgpfl, mutant.function)
-    with patched("pfl_theory.cgpfl", mutant.function, mutant.wrap(original, tracker)):
+    with applied(mutant) as tracker:
         verdict = _verdict(CHECK_OF[mutant.function])
     if tracker.invalid:                  # rejected by the function's input validation:
         assert not (verdict is Verdict.HOLDS)   # the check errors, it does not pass silently

@@ -11,7 +11,7 @@ import sympy as sp
 
 from pfl_theory import pfedme
 from verification.core.registry import Verdict, load_all, run_check
-from verification.mutation.generated import Tracker, mutants_of, patched
+from verification.mutation.generated import applied, mutants_of, patched
 
 CHECK_OF = {
     "lemma1_delta_sq": "pfedme.transcription_lemma1",
@@ -65,9 +65,7 @@ MUTANTS = [m for f in CHECK_OF for m in mutants_of("pfl_theory.pfedme", f)]
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_generated_mutant_changes_the_verdict(mutant):
-    tracker = Tracker()
-    original = getattr(pfedme, mutant.function)
-    with patched("pfl_theory.pfedme", mutant.function, mutant.wrap(original, tracker)):
+    with applied(mutant) as tracker:
         verdict = _verdict(CHECK_OF[mutant.function])
     if tracker.invalid:                  # rejected by the function's input validation:
         assert not (verdict is Verdict.HOLDS)   # the check errors, it does not pass silently

@@ -5,15 +5,12 @@ makes its check FAIL, except the provably equivalent ones named below."""
 
 from __future__ import annotations
 
-import importlib
 
-import numpy as np
 import pytest
 
 from pfl_theory import plgu
-from verification.checks import transcriptions_plgu as C
 from verification.core.registry import Verdict, load_all, run_check
-from verification.mutation.generated import Tracker, mutants_of, patched
+from verification.mutation.generated import applied, mutants_of
 
 #: pfl_theory.plgu function → the transcription check that compares it
 CHECK_OF = {
@@ -59,10 +56,7 @@ def test_every_generated_mutant_fails_its_check(function):
     chk = _checks()[f"plgu.transcription_{CHECK_OF[function]}"]
     survived, killed = [], 0
     for mutant in mutants_of("pfl_theory.plgu", function, limit=10_000):
-        tracker = Tracker()
-        original = getattr(importlib.import_module("pfl_theory.plgu"), function)
-        with patched("pfl_theory.plgu", function, mutant.wrap(original, tracker)), \
-                np.errstate(all="ignore"):
+        with applied(mutant) as tracker:
             verdict = run_check(chk, size="quick", seed=0).verdict
         if not tracker.hits or tracker.invalid:
             continue  # not exercised (a list argument, or a value the function rejects)

@@ -5,14 +5,12 @@ pfl_theory.ppfe_bounds function (verification.mutation.generated, all of them, n
 
 from __future__ import annotations
 
-import importlib
 
-import numpy as np
 import pytest
 
 from pfl_theory import ppfe_bounds
 from verification.core.registry import Verdict, load_all, run_check
-from verification.mutation.generated import Tracker, formula_functions, mutants_of, patched
+from verification.mutation.generated import applied, formula_functions, mutants_of
 
 MODULE = "pfl_theory.ppfe_bounds"
 #: pfl_theory.ppfe_bounds function → the transcription check that compares it
@@ -46,9 +44,7 @@ def survivors(module: str, function: str, chk) -> tuple[list[str], int]:
     """(names of the exercised mutants under which ``chk`` still HOLDS, number killed)."""
     survived, killed = [], 0
     for mutant in mutants_of(module, function, limit=10_000):
-        tracker = Tracker()
-        original = getattr(importlib.import_module(module), function)
-        with patched(module, function, mutant.wrap(original, tracker)), np.errstate(all="ignore"):
+        with applied(mutant) as tracker:
             verdict = run_check(chk, size="quick", seed=0).verdict
         if not tracker.hits or tracker.invalid:
             continue  # not exercised (a list argument, or a value the function rejects)

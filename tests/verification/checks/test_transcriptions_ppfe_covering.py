@@ -5,14 +5,13 @@ check FAIL, except the provably equivalent ones named below."""
 
 from __future__ import annotations
 
-import importlib
 
 import numpy as np
 import pytest
 
 from pfl_theory import ppfe_covering
 from verification.core.registry import Verdict, load_all, run_check
-from verification.mutation.generated import Tracker, formula_functions, mutants_of, patched
+from verification.mutation.generated import applied, formula_functions, mutants_of
 
 MODULE = "pfl_theory.ppfe_covering"
 CHECK_OF = {
@@ -55,9 +54,7 @@ def test_every_generated_mutant_fails_its_check(function):
     chk = _checks()[f"ppfe.transcription_{CHECK_OF[function]}"]
     survived, killed = [], 0
     for mutant in mutants_of(MODULE, function, limit=10_000):
-        tracker = Tracker()
-        original = getattr(importlib.import_module(MODULE), function)
-        with patched(MODULE, function, mutant.wrap(original, tracker)), np.errstate(all="ignore"):
+        with applied(mutant) as tracker:
             verdict = run_check(chk, size="quick", seed=0).verdict
         if not tracker.hits or tracker.invalid:
             continue  # not exercised (a list argument, or a value the function rejects)

@@ -13,7 +13,7 @@ import sympy as sp
 
 from pfl_theory import rates
 from verification.core.registry import Verdict, load_all, run_check
-from verification.mutation.generated import Tracker, mutants_of, patched
+from verification.mutation.generated import applied, mutants_of, patched
 
 CHECK_OF = {
     "headline_rate": ("pfedme.transcription_headline_rates", "cgpfl.transcription_headline_rate"),
@@ -60,9 +60,7 @@ MUTANTS = [m for f in ("headline_rate", "power_exponents") for m in mutants_of("
 def test_generated_mutant_changes_a_verdict(mutant):
     # the other functions return sympy objects and take strings/sympy numbers: no generated
     # mutant of theirs is exercised (their own tests are below)
-    tracker = Tracker()
-    with patched("pfl_theory.rates", mutant.function,
-                 mutant.wrap(getattr(rates, mutant.function), tracker)):
+    with applied(mutant) as tracker:
         verdicts = _verdicts(CHECK_OF[mutant.function])
     if tracker.invalid:                  # rejected by the function's input validation:
         assert not (all(v is Verdict.HOLDS for v in verdicts))   # the check errors, it does not pass silently

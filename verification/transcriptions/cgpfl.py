@@ -24,12 +24,13 @@ The symbols are named like the keyword arguments of :mod:`pfl_theory.cgpfl`.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from typing import Any
 
 import numpy as np
 import sympy as sp
+
+from verification.transcriptions.compiled import Compiled
 
 _P = {"positive": True}
 alpha, alpha_hat, rho_omega, rho_g = sp.symbols("alpha alpha_hat rho_omega rho_g", **_P)
@@ -84,22 +85,9 @@ EXPRESSIONS: dict[str, sp.Expr] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _compiled(name: str):
-    expr = EXPRESSIONS[name]
-    args = sorted(expr.free_symbols, key=lambda s: s.name)
-    return tuple(s.name for s in args), sp.lambdify(args, expr, "numpy")
-
-
-def evaluate(name: str, **values: Any) -> np.ndarray:
-    """Formula ``name`` of :data:`EXPRESSIONS` in float64 at ``values`` (broadcast); values
-    for symbols the formula does not use are ignored."""
-    names, fn = _compiled(name)
-    missing = [n for n in names if n not in values]
-    if missing:
-        raise KeyError(f"{name} needs {missing}")
-    args = [np.asarray(values[n], dtype=np.float64) for n in names]
-    return np.asarray(fn(*args), dtype=np.float64) + np.zeros(np.broadcast(*args).shape)
+_FORMULAS = Compiled(EXPRESSIONS)
+#: formula ``name`` of :data:`EXPRESSIONS` in float64 (broadcast), and its argument names
+evaluate, arguments = _FORMULAS.evaluate, _FORMULAS.arguments
 
 
 # ----------------------------------------------------------------- finite sums, by loops

@@ -23,11 +23,12 @@ Every expression's free symbols are named like the keyword arguments of the corr
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Mapping
 
 import numpy as np
 import sympy as sp
+
+from verification.transcriptions.compiled import Compiled
 
 _P = {"positive": True}
 lam, mu, L = sp.symbols("lam mu L", **_P)
@@ -112,27 +113,9 @@ EXPRESSIONS: dict[str, sp.Expr] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _compiled(name: str):
-    expr = EXPRESSIONS[name]
-    args = sorted(expr.free_symbols, key=lambda s: s.name)
-    return tuple(s.name for s in args), sp.lambdify(args, expr, "numpy")
-
-
-def arguments(name: str) -> tuple[str, ...]:
-    """The argument names of formula ``name`` (its free symbols, sorted)."""
-    return _compiled(name)[0]
-
-
-def evaluate(name: str, **values: Any) -> np.ndarray:
-    """Formula ``name`` of :data:`EXPRESSIONS` in float64 at ``values`` (scalars or arrays,
-    broadcast); values for symbols the formula does not use are ignored."""
-    names, fn = _compiled(name)
-    missing = [n for n in names if n not in values]
-    if missing:
-        raise KeyError(f"{name} needs {missing}")
-    args = [np.asarray(values[n], dtype=np.float64) for n in names]
-    return np.asarray(fn(*args), dtype=np.float64) + np.zeros(np.broadcast(*args).shape)
+_FORMULAS = Compiled(EXPRESSIONS)
+#: formula ``name`` of :data:`EXPRESSIONS` in float64 (broadcast), and its argument names
+evaluate, arguments = _FORMULAS.evaluate, _FORMULAS.arguments
 
 
 def corollary1_regime(reading: str, *, N: float, T: float) -> str:

@@ -39,7 +39,12 @@ import re
 from statistics import median
 from typing import Any, Iterable
 
-__all__ = ["sensitivity_of", "summarise", "format_factor"]
+__all__ = ["sensitivity_of", "summarise", "format_factor", "MEASUREMENT_KINDS"]
+
+#: the kinds that compare a theorem with a measurement or a worst case (identity checks
+#: compare two writings of a formula or two implementations; their ×(1 + tolerance) would
+#: otherwise set the suite's median)
+MEASUREMENT_KINDS = ("bound", "envelope", "inequality", "rate", "worst_case")
 
 _RATE = re.compile(r"slope CI \[([-+0-9.eE]+), ([-+0-9.eE]+)\] vs claim slope (<=|>=|=) "
                    r"([-+0-9.eE]+)")
@@ -165,5 +170,10 @@ def summarise(items: Iterable[tuple[str, float | None]]) -> str:
     per = ", ".join(f"{k} {format_factor(median(f for kk, f in have if kk == k))}"
                     for k in kinds)
     na = len(items) - len(have)
-    return (f"this suite detects formula errors larger than {format_factor(median(f for _, f in have))} "
+    line = (f"this suite detects formula errors larger than {format_factor(median(f for _, f in have))} "
             f"(median over {len(have)} checks; per kind: {per}; n/a for {na})")
+    measured = [f for k, f in have if k in MEASUREMENT_KINDS]
+    if measured and len(measured) < len(have):
+        line += (f"; against measurements alone ({', '.join(MEASUREMENT_KINDS)}): "
+                 f"{format_factor(median(measured))} over {len(measured)} checks")
+    return line

@@ -117,3 +117,12 @@ def test_worst_case_sensitivity_is_the_theorems_looseness_over_the_class():
     f, _ = sensitivity_of("worst_case", "FAILS", 2.0, 1.0)
     assert f == 2.0
     assert sensitivity_of("worst_case", "HOLDS", 0.0, 1.0)[0] is None
+
+
+def test_summary_line_adds_the_median_against_measurements_alone():
+    line = summarise([("identity", 1.0), ("identity", 1.0), ("identity", 1.0),
+                      ("bound", 20.0), ("envelope", 2.0)])
+    assert line.startswith("this suite detects formula errors larger than ×1 ")
+    assert line.endswith("against measurements alone (bound, envelope, inequality, rate, "
+                         "worst_case): ×11 over 2 checks")
+    assert "against measurements" not in summarise([("bound", 4.0)])

@@ -5,13 +5,16 @@ swapped, a dropped square root, a concentration ×2) makes them FAIL."""
 from __future__ import annotations
 
 import inspect
+import sys
+import types
 
 import pytest
 
-from synthetic import fedprox, partition
+from synthetic import fedprox, linear, partition
 from verification.core.registry import Verdict, load_all, run_check
 
-IDS = ["fedprox_reference_replay", "fedprox_feature_moments", "dirichlet_share_variance"]
+IDS = ["fedprox_reference_replay", "fedprox_feature_moments", "dirichlet_share_variance",
+       "ppfe_linear_moments"]
 
 
 def _verdict(name, seed=0):
@@ -29,9 +32,10 @@ def _mutate(monkeypatch, module, attr, old, new):
     result in a fresh namespace and patch ``module.attr`` with the mutant's ``attr``."""
     src = inspect.getsource(module)
     assert src.count(old) == 1, old
-    ns = {"__name__": module.__name__ + "_mutant"}
-    exec(compile(src.replace(old, new), module.__file__, "exec"), ns)
-    monkeypatch.setattr(module, attr, ns[attr])
+    mutant = types.ModuleType(module.__name__ + "_mutant")
+    monkeypatch.setitem(sys.modules, mutant.__name__, mutant)  # dataclasses look it up
+    exec(compile(src.replace(old, new), module.__file__, "exec"), mutant.__dict__)
+    monkeypatch.setattr(module, attr, getattr(mutant, attr))
 
 
 FEDPROX_MUTANTS = {
@@ -70,3 +74,16 @@ def test_a_wrong_model_mean_fails_the_replay(monkeypatch):
 def test_a_wrong_dirichlet_concentration_fails(monkeypatch, old, new):
     _mutate(monkeypatch, partition, "dirichlet_partition", old, new)
     assert _verdict("dirichlet_share_variance") is Verdict.FAILS
+
+
+@pytest.mark.parametrize("old,new", [
+    ("eps = np.sqrt(sigma2) * rng", "eps = sigma2 * rng"),  # √ scope: noise sd 0.25, not 0.5
+    ("w_local = scale[:, None] * rng", "w_local = rng"),  # dropped factor s_i
+    ("w_global = rng.standard_normal(d)", "w_global = 2 * rng.standard_normal(d)"),
+    ("(1.0 - alphas, alphas) if", "(alphas, 1.0 - alphas) if"),  # α and 1-α swapped
+    ("* np.sqrt(cov_diag)[:, None, :]", "* cov_diag[:, None, :]"),  # Σ read as its root
+    ("rng.uniform(lo, hi, size=(n_clients, d))", "rng.uniform(lo, 2 * hi, size=(n_clients, d))"),
+])
+def test_a_wrong_linear_generator_fails(monkeypatch, old, new):
+    _mutate(monkeypatch, linear, "make_linear_federation", old, new)
+    assert _verdict("ppfe_linear_moments") is Verdict.FAILS

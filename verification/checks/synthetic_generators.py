@@ -17,7 +17,12 @@ attributes (so a patched generator is the one checked):
   plus the multinomial term;
 * ``synthetic.ppfe_linear_moments`` (inequality): PPFE's linear generator (eqs. 15-16 as
   reconstructed in ``synthetic/linear.py``): residual, feature, model and covariance-entry
-  moments against σ_ε², Σ_i, 1, s², (lo+hi)/2, and the mixing identity of eq. (16) exactly.
+  moments against σ_ε², Σ_i, 1, s², (lo+hi)/2, and the mixing identity of eq. (16) exactly;
+* ``synthetic.label_skew_counts`` (inequality): ``label_skew_partition``'s count rules
+  exactly, its size law U{lo..hi} and uniform label choice at 6 standard errors.
+
+Further generators: :mod:`verification.checks.synthetic_generators_shifts` (permuted labels,
+feature shift) and :mod:`verification.checks.synthetic_generators_contexts` (planted contexts).
 
 Not every spec parameter is visible in the data: in Synthetic(α, β) the per-client shifts
 mean_W and mean_b add the same amount to every class score, so α never changes a label
@@ -192,3 +197,45 @@ def ppfe_linear_moments(ctx: Context) -> Outcome:
                    detail=", ".join(f"{k} {float(v):.2f}" for k, v in z.items())
                    + f"; mixing identity error {mix_err:.1e}",
                    extra={k: float(v) for k, v in z.items()})
+
+
+@check("synthetic.label_skew_counts", paper="pFedMe (NeurIPS 2020) §5 MNIST label skew; "
+       "synthetic/partition.py label_skew_partition",
+       reference="c distinct labels per client (uniform), n_i ~ U{lo..hi}, n_i//c per label "
+                 "(+1 for n_i mod c of them), no sample used twice",
+       kind="inequality", tolerance=6.0,
+       tolerance_reason="6 standard errors: mean size SE = sqrt(((hi-lo+1)²-1)/12 / N); label "
+                        "frequency SE = sqrt(p(1-p)/N) with p = c/C; the count rules exact "
+                        "(z = ∞ when broken)",
+       quick={"num_clients": 400}, full={"num_clients": 4000})
+def label_skew_counts(ctx: Context) -> Outcome:
+    """Largest |z| of the mean client size, of the share of sizes divisible by c and of each
+    label's frequency among clients."""
+    n, n_labels, c, lo, hi = ctx.params["num_clients"], 10, 3, 5, 40
+    y = np.repeat(np.arange(n_labels), n * hi)
+    part = partition.label_skew_partition(np.arange(len(y))[:, None], y, num_clients=n,
+                                          classes_per_client=c, size_range=(lo, hi),
+                                          seed=ctx.seed)
+    broken = ""
+    sizes = np.array([len(yi) for yi in part.ys])
+    used = np.concatenate([xi[:, 0] for xi in part.xs])
+    if len(np.unique(used)) != len(used) or np.any(y[used.astype(int)] != np.concatenate(part.ys)):
+        broken = "a sample used twice or relabelled"
+    held = np.zeros(n_labels)
+    for yi, s in zip(part.ys, sizes):
+        labs, counts = np.unique(yi, return_counts=True)
+        held[labs] += 1
+        if len(labs) != c or counts.min() != s // c or counts.max() > s // c + 1 \
+                or counts.sum() != s:
+            broken = f"a client with labels {labs.tolist()} counts {counts.tolist()}"
+    p = c / n_labels
+    z_size = (sizes.mean() - (lo + hi) / 2) / np.sqrt(((hi - lo + 1) ** 2 - 1) / 12 / n)
+    z_lab = (held / n - p) / np.sqrt(p * (1 - p) / n)
+    # the share of sizes divisible by c: a remainder rule that loses the n_i mod c extra
+    # samples makes every size a multiple of c
+    p_div = np.mean(np.arange(lo, hi + 1) % c == 0)
+    z_div = (np.mean(sizes % c == 0) - p_div) / np.sqrt(p_div * (1 - p_div) / n)
+    z = max([z_size, z_div, *z_lab], key=abs) if not broken else float("inf")
+    return Outcome(measured=abs(float(z)), theoretical=0.0, holds=abs(z) <= ctx.tolerance,
+                   detail=broken or f"mean size z {z_size:.2f}, divisible-by-c z {z_div:.2f}, label frequency max |z| "
+                                    f"{np.max(np.abs(z_lab)):.2f}")

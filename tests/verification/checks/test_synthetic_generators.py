@@ -14,7 +14,7 @@ from synthetic import fedprox, linear, partition
 from verification.core.registry import Verdict, load_all, run_check
 
 IDS = ["fedprox_reference_replay", "fedprox_feature_moments", "dirichlet_share_variance",
-       "ppfe_linear_moments"]
+       "ppfe_linear_moments", "label_skew_counts"]
 
 
 def _verdict(name, seed=0):
@@ -87,3 +87,15 @@ def test_a_wrong_dirichlet_concentration_fails(monkeypatch, old, new):
 def test_a_wrong_linear_generator_fails(monkeypatch, old, new):
     _mutate(monkeypatch, linear, "make_linear_federation", old, new)
     assert _verdict("ppfe_linear_moments") is Verdict.FAILS
+
+
+@pytest.mark.parametrize("old,new", [
+    ("rng.integers(lo, hi + 1, size=n_clients)", "rng.integers(lo, 2 * hi, size=n_clients)"),
+    ("counts = sizes[:, None] // c + extra", "counts = sizes[:, None] // c + 0 * extra"),  # remainder dropped
+    ("np.argsort(rng.random((n_clients, len(labels))), axis=1)[:, :c]",  # non-uniform labels
+     "np.argsort(rng.random((n_clients, len(labels))) * np.arange(1, len(labels) + 1), "
+     "axis=1)[:, :c]"),
+])
+def test_a_wrong_label_skew_partition_fails(monkeypatch, old, new):
+    _mutate(monkeypatch, partition, "label_skew_partition", old, new)
+    assert _verdict("label_skew_counts") is Verdict.FAILS

@@ -7,7 +7,8 @@ variances, structural identities as z = ∞ when broken):
 * classification: labels re-derived exactly as argmax(x W_i + b_i) from the returned client
   models; W_k, b_k entries vs separation²; W_i − W_k vs τ²; within-client feature variance of
   coordinate j (1-based) vs j^{-1.2} (the docstring's (j+1)^{-1.2} with j 0-based); balanced
-  assignment (every context ⌊N/K₀⌋ or ⌈N/K₀⌉ clients);
+  assignment (every context ⌊N/K₀⌋ or ⌈N/K₀⌉ clients); the spread of the client feature
+  averages across 400 small clients vs β + 1/d + (Σ_j j^{-1.2})/(d² n_i);
 * regression: y − ⟨w_i, x⟩ vs noise², w_i − c_k vs τ², c_k vs separation².
 
 The feature law's B_i ~ N(0, β) is read here as the code does (β a variance: sd √β), which
@@ -23,6 +24,7 @@ from verification.core.registry import Context, Outcome, check
 from verification.checks.synthetic_generators_shifts import TOL_REASON, _outcome, _z_var
 
 CLASSIF = dict(k0=6, dim=10, num_classes=10, separation=2.0, tau=0.3, size_range=(50, 100))
+SPREAD_CLIENTS = 400
 REGRESS = dict(k0=6, dim=30, separation=2.0, tau=0.3, noise=0.5, size_range=(50, 100))
 
 
@@ -51,6 +53,12 @@ def contexts_planted_moments(ctx: Context) -> Outcome:
     sig = np.arange(1, CLASSIF["dim"] + 1, dtype=float) ** -1.2
     z_feat = (within / dof / sig - 1) / np.sqrt(2 / dof)
     ctx_w = np.concatenate([np.concatenate([w.ravel(), b]) for w, b in cl.context_models])
+    # B_i spread: many small clients, β = 2 (variance 2 as the code reads it; sd 2 would be 4)
+    wide = contexts.classification_contexts(SPREAD_CLIENTS, seed=ctx.seed, **{
+        **CLASSIF, "beta": 2.0, "size_range": (5, 10)})
+    avg = np.array([x.mean() for x in wide.xs])
+    n_w = np.array([len(x) for x in wide.xs])
+    spread_var = 2.0 + 1 / CLASSIF["dim"] + np.mean(sig.sum() / (CLASSIF["dim"] ** 2 * n_w))
     rg = contexts.regression_contexts(n, seed=ctx.seed, **REGRESS)
     resid = np.concatenate([y - x @ w for x, y, w in zip(rg.xs, rg.ys, rg.client_models)])
     dev_r = np.concatenate([w - rg.context_models[a]
@@ -58,6 +66,7 @@ def contexts_planted_moments(ctx: Context) -> Outcome:
     z = {"class_context_models": _z_var(ctx_w, CLASSIF["separation"] ** 2),
          "class_client_deviation": _z_var(np.concatenate(dev_w), CLASSIF["tau"] ** 2),
          "class_features": z_feat[np.argmax(np.abs(z_feat))],
+         "class_mean_spread": (avg.var(ddof=1) / spread_var - 1) / np.sqrt(2 / (len(avg) - 1)),
          "reg_noise": _z_var(resid, REGRESS["noise"] ** 2),
          "reg_client_deviation": _z_var(dev_r, REGRESS["tau"] ** 2),
          "reg_centres": _z_var(np.concatenate(rg.context_models), REGRESS["separation"] ** 2)}

@@ -40,6 +40,8 @@ def _mutate(monkeypatch, attr, old, new):
      "ys.append(np.argmax(x @ w + b_i, axis=1)"),  # labels from the context model
     ("classification_contexts", "tuple((sep * rng.normal(size=(dim, c))",
      "tuple((np.sqrt(sep) * rng.normal(size=(dim, c))"),
+    ("classification_contexts", "rng.normal(0.0, np.sqrt(beta))",
+     "rng.normal(0.0, beta)"),  # β read as a standard deviation
     ("regression_contexts", "x @ w_i + noise * rng.normal", "x @ w_i + 2 * noise * rng.normal"),
     ("regression_contexts", "centres[assign[i]] + tau * rng", "centres[assign[i]] + rng"),
     ("regression_contexts", "centres = tuple(sep * rng", "centres = tuple(sep / 2 * rng"),

@@ -60,7 +60,8 @@ REPLAY = dict(alpha=0.5, beta=1.0, num_clients=12, dim=8, num_classes=5, size_mu
 
 
 @check("synthetic.fedprox_reference_replay", paper=PAPER,
-       reference="FedProx §5.1 generate_synthetic order (synthetic/fedprox.py module doc)",
+       reference="FedProx §5.1 generate_synthetic, its draw order (sizes, model and feature "
+                 "means, per-client W, b, x)",
        kind="identity", tolerance=1e-9,
        tolerance_reason="same random draws; numpy multivariate_normal (SVD per client) vs the "
                         "module's shared SVD differ by round-off ~1e-15 per feature",
@@ -125,7 +126,7 @@ def fedprox_feature_moments(ctx: Context) -> Outcome:
 
 @check("synthetic.dirichlet_share_variance", paper="Dirichlet label skew (Hsu et al. 2019; "
        "NIID-Bench, Li et al., ICDE 2022)",
-       reference="synthetic/partition.py dirichlet_partition: Var p_ik = (1/N)(1-1/N)/(Nα+1)",
+       reference="per-class Dirichlet shares p_k ~ Dir(α·1_N): Var p_ik = (1/N)(1-1/N)/(Nα+1)",
        kind="inequality", tolerance=6.0,
        tolerance_reason="6 standard errors of the mean over independent classes of the "
                         "per-class mean squared share deviation (SE from the classes' spread)",
@@ -158,7 +159,7 @@ LINEAR = dict(num_clients=20, dim=50, n_test=50, alpha=0.3, noise_var=0.25, cov_
 
 
 @check("synthetic.ppfe_linear_moments", paper="PPFE (arXiv 2602.14244, 2026)",
-       reference="eqs. (15)-(16) as reconstructed in synthetic/linear.py: y = <w_i, x> + ε, "
+       reference="eqs. (15)-(16) as reconstructed (toolkit reading): y = <w_i, x> + ε, "
                  "w_i = (1-α) w_g + α w_l,i",
        kind="inequality", tolerance=6.0,
        tolerance_reason="6 standard errors from the spec's own variances: sample variance of "
@@ -237,5 +238,6 @@ def label_skew_counts(ctx: Context) -> Outcome:
     z_div = (np.mean(sizes % c == 0) - p_div) / np.sqrt(p_div * (1 - p_div) / n)
     z = max([z_size, z_div, *z_lab], key=abs) if not broken else float("inf")
     return Outcome(measured=abs(float(z)), theoretical=0.0, holds=abs(z) <= ctx.tolerance,
-                   detail=broken or f"mean size z {z_size:.2f}, divisible-by-c z {z_div:.2f}, label frequency max |z| "
+                   detail=broken or f"mean size z {z_size:.2f}, divisible-by-c z {z_div:.2f}, "
+                                    f"label frequency max |z| "
                                     f"{np.max(np.abs(z_lab)):.2f}")

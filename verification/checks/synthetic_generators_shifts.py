@@ -98,7 +98,7 @@ def feature_shift_moments(ctx: Context) -> Outcome:
         std.append((xi - s.contrast * pattern) / s.noise)
     z = {"noise_mean": (sig.mean() / SHIFT["noise"] - 0.5) / np.sqrt(1 / (12 * n)),
          "log_contrast_mean": logc.mean() / (2 * log_cmax / np.sqrt(12 * n)),
-         # (U[-a, a])² has variance 4a⁴/45 = 0.8·(a²/3)²: relative SE sqrt(0.8/m), not sqrt(2/m)
+         # (U[-a, a])² has variance 4a⁴/45 = 0.8·(a²/3)²: relative SE sqrt(0.8/m)
          "log_contrast_var": _z_var(logc, log_cmax ** 2 / 3) * np.sqrt(2 / 0.8),
          "contrast_fit": max(z_c, key=abs),
          "noise_fit": _z_var(np.concatenate(std), 1.0)}

@@ -91,7 +91,8 @@ def test_a_wrong_linear_generator_fails(monkeypatch, old, new):
 
 @pytest.mark.parametrize("old,new", [
     ("rng.integers(lo, hi + 1, size=n_clients)", "rng.integers(lo, 2 * hi, size=n_clients)"),
-    ("counts = sizes[:, None] // c + extra", "counts = sizes[:, None] // c + 0 * extra"),  # remainder dropped
+    # the remainder n_i mod c dropped
+    ("counts = sizes[:, None] // c + extra", "counts = sizes[:, None] // c + 0 * extra"),
     ("np.argsort(rng.random((n_clients, len(labels))), axis=1)[:, :c]",  # non-uniform labels
      "np.argsort(rng.random((n_clients, len(labels))) * np.arange(1, len(labels) + 1), "
      "axis=1)[:, :c]"),

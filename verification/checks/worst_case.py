@@ -13,60 +13,22 @@ Long horizons (Theorem 1 needs T ≥ 2/(η̂₁μ_F)): the one-round PEP gives (
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import replace
 
 import numpy as np
 
 from pfl_theory import moreau, pfedme
-from verification.core.registry import Context, Outcome, Verdict, check
+from verification.core.registry import Context, Outcome, check
 from verification.worst_case import counterexample, instances
 from verification.worst_case.analysis import theorem1_setting
 from verification.worst_case import problems as P
 from verification.worst_case import quadratic_clients as qc
-from verification.worst_case.outcome import worst_case_outcome
-from verification.worst_case.pep import PEPUnavailable
+from verification.worst_case.outcome import needs_pep, with_instance, worst_case_outcome
 
 PAPER = "pFedMe (NeurIPS 2020)"
 #: Clarabel's interior point reaches ~1e-8 relative on these SDPs; SCS agrees to 1e-4 (tested)
 REL_TOL = 1e-6
 REL_TOL_REASON = "SDP solver accuracy (Clarabel ~1e-8 relative; 1e-6 leaves a margin)"
-
-
-def _needs_pep(fn):
-    def run(ctx: Context) -> Outcome:
-        try:
-            return fn(ctx)
-        except PEPUnavailable as exc:   # numbers required by the kind; strict JSON: no NaN
-            return Outcome(measured=0.0, theoretical=0.0, holds=False, tightness=math.inf,
-                           verdict=Verdict.INCONCLUSIVE, detail=f"not computed: {exc}")
-    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    return run
-
-
-def with_instance(out: Outcome, ctx: Context, s: P.Setting, metric: str,
-                  name: str) -> Outcome:
-    """A counterexample (exact worst case above the bound) made concrete: re-solved with
-    the dimension reduction, extracted, saved to ``ctx.out_dir/<name>_counterexample.json``
-    and, when it is a quadratic, replayed through the engine (its metric is reported)."""
-    if "counterexample" not in out.detail:
-        return out
-    data = counterexample.extract(P.federated(s, metric, reduce_dimension=True), s)
-    note = (f"worst-case instance: rank {data['rank']}, "
-            f"{'a quadratic' if data['quadratic'] else 'not a quadratic'} (fit residual "
-            f"{data['fit_residual']:.2g})")
-    extra = {"instance_rank": data["rank"], "instance_quadratic": data["quadratic"]}
-    if data["quadratic"]:
-        extra["replayed"] = counterexample.replay(data, s, metric)
-        note += f", replayed through the engine: {extra['replayed']:.6g}"
-    figures = out.figures
-    if ctx.out_dir is not None:
-        path = counterexample.save(data, ctx.out_dir / f"{name}_counterexample.json")
-        note += f", saved to {path.name}"
-        extra["instance_file"] = str(path)
-    return dataclasses.replace(out, detail=f"{out.detail}; {note}",
-                               extra={**out.extra, **extra}, figures=figures)
 
 
 def theorem1(ctx: Context, mutate_bound: float = 1.0) -> Outcome:
@@ -106,7 +68,7 @@ def theorem1(ctx: Context, mutate_bound: float = 1.0) -> Outcome:
               "sigma_sq": 1.0, "exact_rounds": 2},
        full={"clients": 2, "local_rounds": 2, "lam": 1.0, "mu": 0.5, "L": 1.0,
              "sigma_sq": 1.0, "exact_rounds": 4})
-@_needs_pep
+@needs_pep
 def thm1_exact(ctx: Context) -> Outcome:
     """F(w̄_T) − F* of pFedMe with the exact prox at the theorem's largest step and its
     minimum horizon: engine ≤ unrolled one-round PEP ≤ Theorem 1(a)."""
@@ -120,7 +82,7 @@ def thm1_exact(ctx: Context) -> Outcome:
               "sigma_sq": 1.0, "exact_rounds": 2, "inner_steps": 2},
        full={"clients": 2, "local_rounds": 2, "lam": 1.0, "mu": 0.5, "L": 1.0,
              "sigma_sq": 1.0, "exact_rounds": 3, "inner_steps": 3})
-@_needs_pep
+@needs_pep
 def thm1_inexact(ctx: Context) -> Outcome:
     """As the exact-prox check (pfedme.worst_case_thm1_exact) with K gradient steps
     (η_p = 1/(L+λ)) for the inner solve; the bound is evaluated with δ² = 0, so HOLDS here
@@ -135,7 +97,7 @@ def thm1_inexact(ctx: Context) -> Outcome:
        "differ by ~0.2%); 2% margin",
        quick={"lam": 3.0, "L": 1.0, "local_rounds": 1, "rounds": 2},
        full={"lam": 3.0, "L": 1.0, "local_rounds": 2, "rounds": 3})
-@_needs_pep
+@needs_pep
 def thm2(ctx: Context) -> Outcome:
     """Homogeneous (σ_f = 0: identical clients, so one function), exact prox, η = η̂₂/(βR),
     β = 1, λ = √(8L²+1) (the smallest allowed): worst (1/T)Σ_t‖∇F(w_t)‖² over
@@ -168,7 +130,7 @@ def thm2(ctx: Context) -> Outcome:
               "spread": 1.0},
        full={"lam": 3.0, "L": 1.0, "local_rounds": 2, "rounds": 3, "clients": 2,
              "spread": 1.0})
-@_needs_pep
+@needs_pep
 def thm2_heterogeneous(ctx: Context) -> Outcome:
     """Two L-smooth clients whose envelopes differ (σ²_{F,2} > 0), exact prox, η = η̂₂/(βR),
     β = 1: the engine on clients sharing one indefinite Hessian (σ² from it, after scaling to
@@ -227,7 +189,7 @@ ENV_PARAMS = {"lam": 15.0, "mu": 0.1, "L": 1.0}
        reference="Proposition 1 (L_F = λ), Moreau envelope smoothness, exact over S(μ, L)",
        kind="worst_case", tolerance=REL_TOL, tolerance_reason=REL_TOL_REASON,
        quick=ENV_PARAMS, full=ENV_PARAMS)
-@_needs_pep
+@needs_pep
 def envelope_L(ctx: Context) -> Outcome:
     """The exact smoothness of F_i (PEP over f ∈ S(μ, L), ∇F by the exact prox, eq. 6)
     against Proposition 1's L_F = λ used by Theorems 1–2 and CGPFL."""
@@ -238,7 +200,7 @@ def envelope_L(ctx: Context) -> Outcome:
        reference="Proposition 1 (μ_F = λμ/(λ+μ)), Moreau envelope strong convexity, exact",
        kind="worst_case", tolerance=REL_TOL, tolerance_reason=REL_TOL_REASON,
        quick=ENV_PARAMS, full=ENV_PARAMS)
-@_needs_pep
+@needs_pep
 def envelope_mu(ctx: Context) -> Outcome:
     """The exact strong convexity of F_i against Proposition 1's μ_F (reported as 1/μ so
     that measured ≤ worst ≤ bound reads the same way)."""
@@ -250,7 +212,7 @@ def envelope_mu(ctx: Context) -> Outcome:
        kind="worst_case", tolerance=REL_TOL, tolerance_reason=REL_TOL_REASON,
        quick={"clients": 2, "rounds": 2, "local_rounds": 2, "lr": 1.5, "mu": 0.1, "L": 1.0},
        full={"clients": 2, "rounds": 3, "local_rounds": 3, "lr": 1.5, "mu": 0.1, "L": 1.0})
-@_needs_pep
+@needs_pep
 def fedavg_gd(ctx: Context) -> Outcome:
     """FedAvg with identical minimisers (σ² = 0) is gradient descent on the average: the
     exact worst ‖w_T − w*‖² against the textbook contraction (tight: looseness 1); the
@@ -269,4 +231,6 @@ def fedavg_gd(ctx: Context) -> Outcome:
                 f"heterogeneous σ² = 1: worst {het.value:.4g} (client drift); "
                 f"{solved.seconds + het.seconds:.2f} s"),
         extra={"heterogeneous_worst": het.value})
-    return with_instance(out, ctx, s, "dist", "fedavg.worst_case_gd")
+    return with_instance(out, ctx, "fedavg.worst_case_gd",
+                         reduced=lambda: P.federated(s, "dist", reduce_dimension=True), cls=s,
+                         replay=lambda data: counterexample.replay(data, s, "dist"))

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from verification.checks.worst_case import _needs_pep
 from verification.core.registry import Context, Outcome, Verdict, check
 from verification.core.verdicts import outcome
 from verification.worst_case import cgpfl as W
 from verification.worst_case.cgpfl_analysis import bound, printed_reading
-from verification.worst_case import counterexample
-from verification.worst_case.outcome import worst_case_outcome
+from verification.worst_case.outcome import needs_pep, with_instance, worst_case_outcome
 
 PAPER = "CGPFL (IJCAI 2022)"
 NAME = "cgpfl.worst_case_thm41_fixed"
@@ -41,7 +39,7 @@ def setting(p: dict) -> W.CGPFLSetting:
               "L": 1.0},
        full={"contexts": 2, "per_context": 2, "rounds": 4, "local_rounds": 2, "lam": 3.0,
              "L": 1.0})
-@_needs_pep
+@needs_pep
 def thm41_fixed(ctx: Context) -> Outcome:
     """(1/T)Σ_t (1/K)‖∇G_K(Ω^t)‖² at Δ_G ≤ 1 and the theorem's largest β: engine ≤ exact
     worst case ≤ 4Δ_G/(α̂T) (the C₁, C₂ terms bound B₁, B₂, which are 0 at Q^t = I)."""
@@ -60,20 +58,8 @@ def thm41_fixed(ctx: Context) -> Outcome:
                 f"({solved.seconds:.2f} s)"),
         extra={"alpha_hat": s.alpha_hat, "beta": s.step, "L_G": s.L_G,
                "exact_constant": const, "status": solved.status})
-    if "counterexample" not in out.detail:
-        return out
-    data = counterexample.extract(W.worst_case(s, reduce_dimension=True), s)
-    note = f"worst-case instance: rank {data['rank']}, quadratic {data['quadratic']}"
-    extra = {"instance_rank": data["rank"], "instance_quadratic": data["quadratic"]}
-    if data["quadratic"]:
-        extra["replayed"] = W.replay(data, s)
-        note += f", replayed through the engine: {extra['replayed']:.6g}"
-    if ctx.out_dir is not None:
-        path = counterexample.save(data, ctx.out_dir / f"{NAME}_counterexample.json")
-        note += f", saved to {path.name}"
-        extra["instance_file"] = str(path)
-    return dataclasses.replace(out, detail=f"{out.detail}; {note}",
-                               extra={**out.extra, **extra})
+    return with_instance(out, ctx, NAME, reduced=lambda: W.worst_case(s, reduce_dimension=True),
+                         cls=s, replay=lambda data: W.replay(data, s))
 
 
 @check("cgpfl.worst_case_thm41_printed_G", paper=PAPER,
@@ -86,7 +72,7 @@ def thm41_fixed(ctx: Context) -> Outcome:
               "L": 1.0},
        full={"contexts": 4, "per_context": 2, "rounds": 3, "local_rounds": 2, "lam": 3.0,
              "L": 1.0})
-@_needs_pep
+@needs_pep
 def thm41_printed(ctx: Context) -> Outcome:
     """With G normalised as printed, ∇G_k = (2K/N)Σ_{j∈C_k}(ω_k − θ̂_j) (what the engine
     records) is m = K|C_k| times the proof's step direction H_IP, so the largest β is m times

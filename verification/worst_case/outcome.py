@@ -18,10 +18,13 @@ right-hand side).  Two ratios: bound/worst (the theorem's own looseness) and wor
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
-from verification.core.registry import Outcome, Verdict
+from verification.core.registry import Context, Outcome, Verdict
+from verification.worst_case.pep import PEPUnavailable
 
 
 def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bool,
@@ -91,3 +94,41 @@ def upper_bound_grid_outcome(measured: Any, bound: Any, *, detail: str = "",
             f"… {1 / ratio.min():.3g} (spread {spread:.3g})")
     return bound_outcome(m[j], b[j], detail=f"{line}; {detail}" if detail else line,
                          figures=figures, extra=info)
+
+
+def needs_pep(fn):
+    """A worst_case check that reports INCONCLUSIVE with the install hint without PEPit."""
+    def run(ctx: Context) -> Outcome:
+        try:
+            return fn(ctx)
+        except PEPUnavailable as exc:   # numbers required by the kind; strict JSON: no NaN
+            return Outcome(measured=0.0, theoretical=0.0, holds=False, tightness=math.inf,
+                           verdict=Verdict.INCONCLUSIVE, detail=f"not computed: {exc}")
+    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return run
+
+
+def with_instance(out: Outcome, ctx: Context, name: str, *, reduced: Callable[[], Any],
+                  cls: Any, replay: Callable[[dict], float]) -> Outcome:
+    """A counterexample (exact worst case above the bound) made concrete: ``reduced()``
+    re-solves the PEP with the dimension reduction, the instance (class ``cls``: ``mu``,
+    ``L``) is extracted, saved to ``ctx.out_dir/<name>_counterexample.json`` and, when it is
+    a quadratic, ``replay(data)`` runs it through the engine (its metric is reported)."""
+    from verification.worst_case import counterexample
+
+    if "counterexample" not in out.detail:
+        return out
+    data = counterexample.extract(reduced(), cls)
+    note = (f"worst-case instance: rank {data['rank']}, "
+            f"{'a quadratic' if data['quadratic'] else 'not a quadratic'} (fit residual "
+            f"{data['fit_residual']:.2g})")
+    extra = {"instance_rank": data["rank"], "instance_quadratic": data["quadratic"]}
+    if data["quadratic"]:
+        extra["replayed"] = replay(data)
+        note += f", replayed through the engine: {extra['replayed']:.6g}"
+    if ctx.out_dir is not None:
+        path = counterexample.save(data, Path(ctx.out_dir) / f"{name}_counterexample.json")
+        note += f", saved to {path.name}"
+        extra["instance_file"] = str(path)
+    return dataclasses.replace(out, detail=f"{out.detail}; {note}",
+                               extra={**out.extra, **extra})

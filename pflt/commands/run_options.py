@@ -127,18 +127,16 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     d = p.add_argument_group("data")
     d.add_argument("--data", default="synthetic",
-                   help="synthetic | synthetic-iid | digits | mnist5k | mnist[:DIR] | "
-                        "fmnist[:DIR] | emnist[-SPLIT][:DIR] | cifar10[:DIR] | cifar100[:DIR] "
-                        "(default synthetic; without DIR: the data home, see pflt data list)")
+                   help="synthetic (default) | synthetic-iid | digits | mnist5k | NAME[:DIR] "
+                        "for NAME mnist, fmnist, emnist[-SPLIT], cifar10, cifar100")
     d.add_argument("--clients", type=int, default=100, help="number of clients N (default 100)")
     d.add_argument("--synthetic-alpha", type=float, default=0.5, help="Synthetic(α, β): α")
     d.add_argument("--synthetic-beta", type=float, default=0.5, help="Synthetic(α, β): β")
     d.add_argument("--partition", default="label-skew",
                    choices=["label-skew", "dirichlet", "iid", "feature-shift", "cgpfl",
                             "ppfe", "plgu"],
-                   help="partition of real data (default label-skew); feature-shift: IID, "
-                        "each client's images rotated, contrast-changed and noised its own "
-                        "way; cgpfl/ppfe/plgu: the paper's own (docs/data.md)")
+                   help="of real data (default label-skew); feature-shift: IID, images "
+                        "shifted per client; cgpfl, ppfe, plgu: the papers'")
     d.add_argument("--classes-per-client", type=int, default=2, help="label-skew: labels per client")
     d.add_argument("--class-assignment", default="cyclic", choices=["cyclic", "random"],
                    help="label-skew: labels (i+j) mod C (default, spreads clients evenly) or "

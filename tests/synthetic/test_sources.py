@@ -1,3 +1,4 @@
+import dataclasses
 import gzip
 import struct
 
@@ -5,6 +6,8 @@ import numpy as np
 import pytest
 
 from pflt.cli import main
+from synthetic.real_data import registry
+from synthetic.real_data.registry import SplitPins
 from synthetic.sources import DataSpec, build_federation
 
 
@@ -17,13 +20,30 @@ def _write_idx(path, array):
 
 @pytest.fixture()
 def mnist_dir(tmp_path):
+    """300 + 60 MNIST-like images; the registry pins these counts for the test (every real
+    load is validated: the real MNIST pins would refuse this tiny copy)."""
     rng = np.random.RandomState(0)
     for prefix, n in (("train", 300), ("t10k", 60)):
         labels = np.arange(n) % 10
         images = (rng.rand(n, 28, 28) * 40 + labels[:, None, None] * 20).astype(np.uint8)
         _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
         _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
-    return tmp_path
+    real = registry.entry("mnist")
+    tiny = dataclasses.replace(real, splits={
+        "train": SplitPins(300, 10, (1, 28, 28), (30,) * 10),
+        "test": SplitPins(60, 10, (1, 28, 28), (6,) * 10)})
+    with registry.override({"mnist": tiny}):
+        yield tmp_path
+
+
+def test_the_real_pins_refuse_a_tiny_copy(tmp_path):
+    rng = np.random.RandomState(0)
+    for prefix, n in (("train", 300), ("t10k", 60)):
+        labels = np.arange(n) % 10
+        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", rng.rand(n, 28, 28) * 40)
+        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
+    with pytest.raises(ValueError, match="mnist train split.*expected 60000 samples, found 300"):
+        build_federation(DataSpec(data=f"mnist:{tmp_path}", num_clients=4), device="cpu")
 
 
 def test_pfedme_runs_on_local_mnist_files(mnist_dir, tmp_path):
@@ -48,8 +68,10 @@ def test_label_skew_federation_has_the_requested_classes(mnist_dir):
 def test_missing_files_and_unknown_data(tmp_path):
     with pytest.raises(FileNotFoundError, match="train-images"):
         build_federation(DataSpec(data=f"mnist:{tmp_path}", num_clients=2), device="cpu")
-    with pytest.raises(ValueError, match="local files"):
-        build_federation(DataSpec(data="cifar10", num_clients=2), device="cpu")
+    with pytest.MonkeyPatch.context() as mp:    # no directory: the (empty) data home
+        mp.setenv("PFLT_DATA", str(tmp_path / "empty-home"))
+        with pytest.raises(FileNotFoundError, match="pflt data fetch cifar10"):
+            build_federation(DataSpec(data="cifar10", num_clients=2), device="cpu")
     with pytest.raises(ValueError, match="unknown dataset"):
         build_federation(DataSpec(data="imagenet"), device="cpu")
     with pytest.raises(ValueError, match="unknown partition"):

@@ -1,0 +1,85 @@
+"""pflt/commands/data.py (`pflt data fetch|verify|list`) and every command that reads a
+dataset directory: a bad directory is one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from pflt.cli import main
+from synthetic.real_data import registry
+
+
+@pytest.fixture
+def fake(tmp_path, fakes, http_server, monkeypatch):
+    """A fake 'fmnist' served by the local server, pinned; PFLT_DATA in tmp_path."""
+    monkeypatch.setenv("PFLT_DATA", str(tmp_path / "home"))
+    files = fakes.fake_idx_files()
+    fakes.serve(http_server, "fm", files)
+    entry = fakes.fake_entry("fmnist", files, urls=[http_server.url("fm")], home="fmnist")
+    with registry.override({"fmnist": entry}):
+        yield files
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "error:" in err
+    return err
+
+
+def test_fetch_then_verify_then_list(fake, tmp_path, capsys):
+    assert main(["data", "fetch", "fmnist", "--no-progress"]) == 0
+    home = tmp_path / "home" / "fmnist"
+    assert sorted(p.name for p in home.glob("*.gz")) == sorted(fake)
+    assert main(["data", "verify", "fmnist"]) == 0
+    assert "fmnist: verified" in capsys.readouterr().out
+    assert main(["data", "list"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("fmnist "))
+    assert str(home) in row and "digests ok" in row and "pflt data fetch fmnist" in row
+
+
+def test_fetch_into_dir_from_a_mirror(fake, tmp_path, http_server, fakes, capsys):
+    fakes.serve(http_server, "mine", fake)
+    out = tmp_path / "elsewhere"
+    assert main(["data", "fetch", "fmnist", "--dir", str(out), "--mirror",
+                 http_server.url("mine"), "--no-progress"]) == 0
+    assert all(p.startswith("/mine/") for p, _ in http_server.log)
+    assert f"--data fmnist:{out}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("damage", ["label byte", "missing file", "extra class", "shape"])
+def test_a_bad_directory_is_refused_by_every_command_that_reads_it(fake, fakes, tmp_path,
+                                                                   damage, capsys):
+    # mutation caught: any command reading the directory without the validation
+    d = fakes.write_files(tmp_path / "d", fake)
+    labels = np.arange(60) % 10
+    if damage == "label byte":
+        labels[0] = 1
+    elif damage == "extra class":
+        labels[0] = 10
+    if damage in ("label byte", "extra class"):
+        (d / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(fakes.idx_bytes(labels)))
+    elif damage == "missing file":
+        (d / "t10k-labels-idx1-ubyte.gz").unlink()
+    else:
+        images = np.zeros((60, 28, 27))
+        (d / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(fakes.idx_bytes(images)))
+    assert main(["data", "verify", f"fmnist:{d}"]) == 2
+    _one_line_error(capsys)
+    run = ["run", "--data", f"fmnist:{d}", "--clients", "3", "--partition", "iid",
+           "--rounds", "1", "--out", str(tmp_path / "r"), "--no-progress"]
+    assert main(run) == 2
+    _one_line_error(capsys)
+    assert not (tmp_path / "r" / "history.json").exists()
+
+
+def test_emnist_split_option_and_bad_names(capsys):
+    assert main(["data", "verify", "mnist:/nowhere", "--emnist-split", "letters"]) == 2
+    assert "--emnist-split applies to NAME emnist" in _one_line_error(capsys)
+    assert main(["data", "fetch", "imagenet"]) == 2
+    assert "unknown dataset 'imagenet'" in _one_line_error(capsys)
+    assert main(["data", "verify", "emnist:/nowhere", "--emnist-split", "letters"]) == 2
+    assert "emnist-letters" in _one_line_error(capsys)

@@ -33,14 +33,15 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Iterator, Sequence
+from typing import IO
 
 from synthetic.real_data import registry
 from synthetic.real_data.registry import DatasetEntry, PinnedFile
 from synthetic.real_data.validate import DataMismatch, check_file, find_file
 
-__all__ = ["FetchError", "fetch", "DEFAULT_TIMEOUT"]
+__all__ = ["DEFAULT_TIMEOUT", "FetchError", "fetch"]
 
 DEFAULT_TIMEOUT = 30.0
 _CHUNK = 1 << 16
@@ -202,8 +203,7 @@ def _extract(entry: DatasetEntry, dest: Path) -> None:
                 continue
             part = dest / (pinned.name + ".part")
             with read_member(pinned.member) as src, open(part, "wb") as out:
-                for chunk in iter(lambda: src.read(1 << 20), b""):
-                    out.write(chunk)
+                out.writelines(iter(lambda: src.read(1 << 20), b""))
                 out.flush()
                 os.fsync(out.fileno())
             try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from synthetic.real_data import registry
 from synthetic.real_data.validate import find_file
 
-__all__ = ["data_home", "candidate_dirs", "find_dataset", "resolve_dataset", "fetch_hint"]
+__all__ = ["candidate_dirs", "data_home", "fetch_hint", "find_dataset", "resolve_dataset"]
 
 
 def data_home() -> Path:

@@ -14,7 +14,7 @@ import numpy as np
 from synthetic.real_data import registry
 from synthetic.real_data.validate import check_file, check_split, find_file
 
-__all__ = ["load_validated", "verify_directory", "parse_name"]
+__all__ = ["load_validated", "parse_name", "verify_directory"]
 
 
 def parse_name(text: str) -> tuple[str, str]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAPER_PARTITIONS", "PaperPartition", "paper_partition", "equal_fill_size"]
+__all__ = ["PAPER_PARTITIONS", "PaperPartition", "equal_fill_size", "paper_partition"]
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,19 @@ Tests (and users with a private mirror of other files) add entries with :func:`o
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
-__all__ = ["PinnedFile", "SplitPins", "DatasetEntry", "ENTRIES", "entry", "names", "override",
-           "EMNIST_SPLITS"]
+__all__ = [
+    "EMNIST_SPLITS",
+    "ENTRIES",
+    "DatasetEntry",
+    "PinnedFile",
+    "SplitPins",
+    "entry",
+    "names",
+    "override",
+]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 
 from synthetic.real_data.registry import PinnedFile, SplitPins
 
-__all__ = ["DataMismatch", "check_split", "check_file", "file_digest", "find_file"]
+__all__ = ["DataMismatch", "check_file", "check_split", "file_digest", "find_file"]
 
 _CHUNK = 1 << 20
 

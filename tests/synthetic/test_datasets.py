@@ -170,7 +170,7 @@ def test_missing_directory_and_files_explain_where(tmp_path):
         ds.load_mnist(missing)
     msg = str(err.value)
     assert "does not exist" in msg and str(missing / "train-images-idx3-ubyte") in msg
-    assert "train-labels-idx1-ubyte" in msg and ".gz" in msg and "never downloads" in msg
+    assert "train-labels-idx1-ubyte" in msg and ".gz" in msg and "pflt data fetch mnist" in msg
     write_idx_pair(tmp_path, *MNIST_NAMES["train"], tiny_images(2), np.zeros(2, np.uint8))
     (tmp_path / "train-labels-idx1-ubyte").unlink()
     with pytest.raises(FileNotFoundError) as err:

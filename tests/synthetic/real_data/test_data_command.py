@@ -39,6 +39,11 @@ def test_fetch_then_verify_then_list(fake, tmp_path, capsys):
     row = next(line for line in capsys.readouterr().out.splitlines()
                if line.startswith("fmnist "))
     assert str(home) in row and "digests ok" in row and "pflt data fetch fmnist" in row
+    (home / "t10k-labels-idx1-ubyte.gz").write_bytes(b"not the pinned bytes")
+    assert main(["data", "list"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("fmnist "))
+    assert "digest MISMATCH: t10k-labels-idx1-ubyte.gz" in row
 
 
 def test_fetch_into_dir_from_a_mirror(fake, tmp_path, http_server, fakes, capsys):
@@ -83,3 +88,44 @@ def test_emnist_split_option_and_bad_names(capsys):
     assert "unknown dataset 'imagenet'" in _one_line_error(capsys)
     assert main(["data", "verify", "emnist:/nowhere", "--emnist-split", "letters"]) == 2
     assert "emnist-letters" in _one_line_error(capsys)
+
+
+def test_run_never_downloads_and_says_how_to_fetch(tmp_path, monkeypatch, capsys):
+    # mutation caught: `pflt run` falling back to a download when the data are missing
+    import dataclasses
+    import urllib.request
+
+    calls = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: calls.append(a))
+    monkeypatch.setenv("PFLT_DATA", str(tmp_path / "empty"))
+    entry = dataclasses.replace(registry.entry("fmnist"), system_dirs=())
+    with registry.override({"fmnist": entry}):
+        code = main(["run", "--data", "fmnist", "--clients", "3", "--partition", "iid",
+                     "--rounds", "1", "--out", str(tmp_path / "r"), "--no-progress"])
+    assert code == 2 and calls == []
+    assert "pflt data fetch fmnist" in _one_line_error(capsys)
+
+
+def test_importing_the_cli_and_loaders_does_not_import_the_fetcher():
+    # mutation caught: a module-level import of the downloader on the load path
+    import subprocess
+    import sys
+
+    code = ("import sys, pflt.cli, pflt.commands.run, pflt.commands.data, synthetic.sources, "
+            "synthetic.real_data.load, synthetic.real_data.home; "
+            "print('synthetic.real_data.fetch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
+
+
+def test_a_file_url_mirror_works_offline(tmp_path, fakes, monkeypatch):
+    # mutation caught: mirrors restricted to http(s)
+    files = fakes.fake_idx_files()
+    src = fakes.write_files(tmp_path / "mirror", files)
+    entry = fakes.fake_entry("fmnist", files, urls=["http://127.0.0.1:9/unreachable/"])
+    with registry.override({"fmnist": entry}):
+        assert main(["data", "fetch", "fmnist", "--dir", str(tmp_path / "out"), "--mirror",
+                     src.as_uri(), "--no-progress"]) == 0
+    for name, data in files.items():
+        assert (tmp_path / "out" / name).read_bytes() == data

@@ -41,7 +41,7 @@ def test_hyperparameter_flags_reach_the_algorithm(tmp_path):
     (["--batch-size", "0"], "batch_size"),
     (["--algorithm", "fedavg", "--lam", "3"], "do not apply to fedavg"),
     (["--rounds", "0"], "--rounds"),
-    (["--data", "mnist"], "local files"),
+    (["--data", "mnist:/nonexistent/pflt-data"], "pflt data fetch mnist"),
 ])
 def test_user_errors_exit_2_without_traceback(tmp_path, capsys, argv, message):
     base = ["run", "--out", str(tmp_path / "x"), "--clients", "12", "--rounds", "1",

@@ -54,13 +54,19 @@ class FetchError(OSError):
 def fetch(name: str, dest: str | Path | None = None, mirrors: Sequence[str] = (), *,
           timeout: float = DEFAULT_TIMEOUT, progress: IO[str] | None = sys.stderr,
           attempts: int = 5) -> Path:
-    """Fetch dataset ``name`` into ``dest`` (default: its data-home directory) and return
-    ``dest``.  ``mirrors``: base URLs tried before the registry's; ``timeout``: seconds per
+    """Fetch dataset ``name`` into ``dest`` and return the directory that holds it.  Without
+    ``dest``: a verified copy in the data home or an OS package's directory (Debian's
+    Fashion-MNIST) is used as is, else the data home's directory is filled.  ``mirrors``: base URLs tried before the registry's; ``timeout``: seconds per
     socket operation; ``progress``: stream for the progress bar (``None``: quiet);
     ``attempts``: tries per source while each try brings new bytes (resume)."""
-    from synthetic.real_data.home import data_home
+    from synthetic.real_data.home import data_home, find_dataset
+    from synthetic.real_data.load import _file_dir
 
     entry = registry.entry(name)
+    if dest is None:   # already in the home or an OS package's directory, verified
+        found = find_dataset(entry.name)
+        if found is not None and _all_present(entry, _file_dir(entry, found)):
+            return found
     dest = Path(dest).expanduser() if dest else data_home() / entry.home
     dest.mkdir(parents=True, exist_ok=True)
     bases = [m if m.endswith("/") else m + "/" for m in (*mirrors, *entry.urls)]

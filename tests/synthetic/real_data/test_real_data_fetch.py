@@ -226,3 +226,19 @@ def test_archives_are_verified_then_unpacked_member_by_member(tmp_path, http_ser
     with registry.override({"arch": entry2}), pytest.raises(DataMismatch, match=IDX_NAMES[1]):
         fetch("arch", out, progress=None)
     assert not (out / IDX_NAMES[1]).exists()
+
+
+def test_without_dir_a_verified_system_copy_is_used_and_nothing_downloaded(
+        tmp_path, http_server, fakes, monkeypatch):
+    # mutation caught: downloading into the home although Debian's copy verifies
+    files = fakes.fake_idx_files()
+    system = fakes.write_files(tmp_path / "usr-share", files)
+    monkeypatch.setenv("PFLT_DATA", str(tmp_path / "home"))
+    fakes.serve(http_server, "a", files)
+    entry = fakes.fake_entry("fake", files, urls=[http_server.url("a")], system_dirs=[system])
+    with registry.override({"fake": entry}):
+        assert fetch("fake", progress=None) == system
+        assert http_server.log == []
+        (system / IDX_NAMES[2]).write_bytes(b"bad")          # no longer verifies: download
+        assert fetch("fake", progress=None) == tmp_path / "home" / "fake"
+    assert len(http_server.log) == 4

@@ -129,3 +129,15 @@ def test_a_file_url_mirror_works_offline(tmp_path, fakes, monkeypatch):
                      src.as_uri(), "--no-progress"]) == 0
     for name, data in files.items():
         assert (tmp_path / "out" / name).read_bytes() == data
+
+
+def test_flower_sim_refuses_a_changed_label_byte(fake, fakes, tmp_path, capsys):
+    # mutation caught: the Flower path loading real data without the validation
+    pytest.importorskip("flwr", reason="the 'flower' extra provides flwr")
+    d = fakes.write_files(tmp_path / "d", fake)
+    labels = np.arange(60) % 10
+    labels[5] = 0
+    (d / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(fakes.idx_bytes(labels)))
+    assert main(["flower-sim", "--data", f"fmnist:{d}", "--clients", "3", "--partition", "iid",
+                 "--rounds", "1", "--out", str(tmp_path / "f")]) == 2
+    assert "expected 6 samples of class 0, found 7" in _one_line_error(capsys)

@@ -73,7 +73,8 @@ def fake_entry(name: str, files: dict[str, bytes], *, urls=(), n_train=N_TRAIN,
 # ----------------------------------------------------------------------------- HTTP server
 @dataclass
 class Route:
-    """What the server does for one path: ``mode`` ``ok`` (honours ``Range``), ``404``,
+    """What the server does for one path: ``mode`` ``ok`` (honours ``Range`` unless
+    ``ranges=False``), ``404``,
     ``drop`` (first request: the full ``Content-Length`` but only ``cut`` bytes, then the
     connection closes; later requests as ``ok``), ``hang`` (never answers)."""
 
@@ -81,6 +82,7 @@ class Route:
     mode: str = "ok"
     cut: int = 0
     served: int = 0
+    ranges: bool = True       # False: ignore Range, always 200 with the whole file
 
 
 @dataclass
@@ -127,7 +129,7 @@ def http_server():
                 self.close_connection = True
                 return
             data, start = route.data, 0
-            if rng and rng.startswith("bytes=") and rng.endswith("-"):
+            if route.ranges and rng and rng.startswith("bytes=") and rng.endswith("-"):
                 start = int(rng[len("bytes="):-1])
                 self.send_response(206)
                 self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")

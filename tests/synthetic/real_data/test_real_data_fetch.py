@@ -242,3 +242,15 @@ def test_without_dir_a_verified_system_copy_is_used_and_nothing_downloaded(
         (system / IDX_NAMES[2]).write_bytes(b"bad")          # no longer verifies: download
         assert fetch("fake", progress=None) == tmp_path / "home" / "fake"
     assert len(http_server.log) == 4
+
+
+def test_a_server_ignoring_range_restarts_the_file(tmp_path, http_server, files, serve,
+                                                   fake_entry):
+    # mutation caught: appending a full 200 body after the partial bytes
+    name = IDX_NAMES[0]
+    cut = len(files[name]) // 2
+    serve(http_server, "a", {name: files[name]}, mode="drop", cut=cut, ranges=False)
+    serve(http_server, "a", {k: v for k, v in files.items() if k != name})
+    _fetch(fake_entry, "fake", tmp_path, http_server, files)
+    assert http_server.requests_for(f"/a/{name}") == [None, f"bytes={cut}-"]
+    assert (tmp_path / name).read_bytes() == files[name]

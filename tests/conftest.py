@@ -18,7 +18,7 @@ def isolated_plugins(monkeypatch):
     registries, the loaded-plugin cache, ``sys.modules`` and ``PFLT_PLUGINS`` are restored."""
     import sys
 
-    from algorithms import base
+    from algorithms.engine import base
     from pfl_theory import plugins
     from verification.core import registry
 

@@ -60,7 +60,7 @@ def check_values(raw: dict, path: Path) -> None:
         if key == "algorithms":
             if not isinstance(value, dict):
                 raise UserError(f"{path}: [algorithms] must hold one table per algorithm, "
-                                "e.g. [algorithms.pfedme]")
+                                "e.g. [algorithms.methods.regularized.pfedme]")
             for name, table in value.items():
                 if not isinstance(table, dict):
                     raise UserError(f"{path}: algorithms.{name} must be a table of "
@@ -87,7 +87,7 @@ def _check_table(table: dict, path: Path, where: str) -> None:
 def check_algorithm_tables(per_algorithm: dict, used: set[str], path: Path) -> None:
     """Every ``[algorithms.<name>]`` names a registered algorithm that the sweep runs (a
     typo'd or unused table would be silently ignored)."""
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     known = registry()
     for name in per_algorithm:

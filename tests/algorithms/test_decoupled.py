@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from algorithms.engine.base import State, get_algorithm, round_generator, sample_clients
-from algorithms.engine.heads import FedPer, FedRep, LGFedAvg, split_keys
+from algorithms.engine.heads import split_keys
+from algorithms.methods.decoupled.fedrep import FedPer, FedRep, LGFedAvg
 from algorithms.engine.evaluation import evaluate
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.averaging.finetuned import FedAvgFT, FedBABU

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from algorithms.engine.base import round_generator, sample_clients
-from algorithms.engine.heads import FedRep, fedrep_update, partial_sgd
+from algorithms.engine.heads import fedrep_update, partial_sgd
+from algorithms.methods.decoupled.fedrep import FedRep
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.engine.models import DNN
 from algorithms.methods.sam.pfedhn import PFedHN, PLGUGHN, hn_forward, hn_vjp, init_hypernetwork

@@ -60,7 +60,7 @@ def check_values(raw: dict, path: Path) -> None:
         if key == "algorithms":
             if not isinstance(value, dict):
                 raise UserError(f"{path}: [algorithms] must hold one table per algorithm, "
-                                "e.g. [algorithms.methods.regularized.pfedme]")
+                                "e.g. [algorithms.pfedme]")
             for name, table in value.items():
                 if not isinstance(table, dict):
                     raise UserError(f"{path}: algorithms.{name} must be a table of "

@@ -13,16 +13,16 @@ kill mid-write) is dropped with a warning.  Every cell is validated before the f
 over the seeds of each configuration (the points that differ only in ``seed``).
 
 Sweeping over algorithms: ``algorithm = ["fedavg", "pfedme"]`` in ``[sweep]``, and one
-table per algorithm for its own hyper-parameters, ``[algorithms.methods.regularized.pfedme]``: a scalar there is
+table per algorithm for its own hyper-parameters, ``[algorithms.pfedme]``: a scalar there is
 fixed for that algorithm, a list is swept for that algorithm only, e.g.::
 
     rounds = 20
     [sweep]
     algorithm = ["fedavg", "pfedme"]
     seed = [0, 1, 2]
-    [algorithms.methods.averaging.fedavg]
+    [algorithms.fedavg]
     lr = 0.02
-    [algorithms.methods.regularized.pfedme]
+    [algorithms.pfedme]
     lam = [15, 20]
 """
 

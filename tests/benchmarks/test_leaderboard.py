@@ -13,7 +13,7 @@ def test_sweep_file_runs_every_algorithm_at_its_defaults(load_script):
     text = lb.sweep_file("mnist5k-dirichlet", ["local", "fedbn"], 3, 20, 50)
     assert 'algorithm = ["local", "fedbn"]' in text and "seed = [0, 1, 2]" in text
     assert 'data = "mnist5k"' in text and "dirichlet_alpha = 0.5" in text
-    assert '[algorithms.methods.decoupled.fedbn]\nmodel = "mlp-bn"' in text
+    assert '[algorithms.fedbn]\nmodel = "mlp-bn"' in text
     assert "lr" not in text            # no hyper-parameter is tuned: paper defaults
 
 

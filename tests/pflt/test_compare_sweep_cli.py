@@ -106,9 +106,9 @@ clients_per_round = 3
 [sweep]
 algorithm = ["fedavg", "pfedme"]
 seed = [0, 1]
-[algorithms.methods.averaging.fedavg]
+[algorithms.fedavg]
 lr = 0.05
-[algorithms.methods.regularized.pfedme]
+[algorithms.pfedme]
 inner_steps = 1
 lam = [10.0, 20.0]
 """
@@ -147,7 +147,7 @@ def test_sweep_over_algorithms_with_per_algorithm_tables_and_mean_sd(tmp_path, c
 
 def test_sweep_clash_between_sweep_and_algorithm_table_is_an_error(tmp_path, capsys):
     cfg = tmp_path / "bad.toml"
-    cfg.write_text("[sweep]\nalgorithm = ['pfedme']\nlam = [1.0]\n[algorithms.methods.regularized.pfedme]\n"
+    cfg.write_text("[sweep]\nalgorithm = ['pfedme']\nlam = [1.0]\n[algorithms.pfedme]\n"
                    "lam = [2.0]\n")
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
     assert "both in [sweep]" in capsys.readouterr().err

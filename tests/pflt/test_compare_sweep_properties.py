@@ -193,7 +193,7 @@ def sweep_files(draw):
     base = draw(st.dictionaries(st.sampled_from(KEYS), toml_scalars, max_size=3))
     swept = draw(st.dictionaries(st.sampled_from(KEYS + ["algorithm"]),
                                  st.lists(toml_scalars, min_size=0, max_size=2), max_size=2))
-    tables = draw(st.sampled_from(["", "[algorithms.methods.averaging.fedavg]\nlr = 0.1\n",
+    tables = draw(st.sampled_from(["", "[algorithms.fedavg]\nlr = 0.1\n",
                                    "[algorithms.zzz]\nlr = 1\n", "[algorithms]\nx = 1\n",
                                    "[a.b.c]\nx = 1\n", "[hyperparameters]\nlr = -1e-5\n"]))
     lines = [TINY] + [f"{k} = {v}" for k, v in base.items()] + ["[sweep]"]

@@ -37,7 +37,7 @@ CASES = [
      "nested too deeply"),
     (BASE + "[sweep]\nseed = [0]\n[algorithms.zzz]\nlr = 1\n", "[algorithms.zzz]",
      "not a registered algorithm"),
-    (BASE + "[sweep]\nseed = [0]\n[algorithms.methods.regularized.pfedme]\nlam = 1\n", "[algorithms.methods.regularized.pfedme]",
+    (BASE + "[sweep]\nseed = [0]\n[algorithms.pfedme]\nlam = 1\n", "[algorithms.pfedme]",
      "never used"),
     (BASE + "[sweep]\nlr = [-1e-5]\n", "lr", "> 0"),
     (BASE.replace("algorithm = 'fedavg'\n", "algorithm = 'fedavg'\nlr = nan\n")

@@ -1,10 +1,19 @@
 """Batched federated algorithms (all clients along a leading tensor dimension), one registry.
 
-Every module of this package that decorates a class with ``@register("name")`` is part of
-the registry; :func:`algorithms.base.registry` imports them all. See :mod:`algorithms.base`
-and :mod:`algorithms.contract` for the contract (an algorithm is its client/server split;
-``round`` is derived from it, and the Flower adapter ``algorithms.flower`` runs the same
-functions).
+Layout by role:
+
+* :mod:`algorithms.engine` — the contract, registry, runner, evaluation, checkpoints, models;
+* :mod:`algorithms.methods` — the registered methods, one sub-package per family;
+* :mod:`algorithms.flower` — the Flower adapter (runs the same client and server functions);
+* :mod:`algorithms.reference_loop` — the client-by-client reference loop;
+* :mod:`algorithms.testing` — the contract battery for new (plugin) algorithms.
+
+Every method module that decorates a class with ``@register("name")`` is part of the
+registry; :func:`registry` imports them all. The public surface is this module:
+``from algorithms import get_algorithm, register, run, State``.
 """
 
-from algorithms.base import State, get_algorithm, register, registry  # noqa: F401
+from algorithms.engine.base import State, get_algorithm, register, registry  # noqa: F401
+from algorithms.engine.runner import run  # noqa: F401
+
+__all__ = ["State", "get_algorithm", "register", "registry", "run"]

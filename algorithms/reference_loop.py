@@ -3,8 +3,8 @@ pFedMe — the way peer libraries are written.
 
 * :func:`client_by_client_round` runs round ``t`` of ANY registered algorithm one client at a
   time: the same ``first_phase`` / ``client_update`` / ``server_aggregate`` functions the
-  batched engine (:func:`algorithms.contract.engine_round`) and the Flower adapter run, each
-  client seeing only its own rows and its own data (:func:`~algorithms.contract.client_federation`),
+  batched engine (:func:`algorithms.engine.contract.engine_round`) and the Flower adapter run, each
+  client seeing only its own rows and its own data (:func:`~algorithms.engine.contract.client_federation`),
   uploads stacked in ascending client order.  It equals the engine up to the rounding of
   batched (N rows) vs single-row kernels, which is what the Flower adapter relies on.
 * :func:`fedavg_round` / :func:`pfedme_round` are the *oracle* for equivalence tests (same
@@ -23,11 +23,11 @@ import dataclasses
 
 import torch
 
-from algorithms.base import State, sample_clients
-from algorithms.contract import (client_federation, engine_view, scatter_client_state,
+from algorithms.engine.base import State, sample_clients
+from algorithms.engine.contract import (client_federation, engine_view, scatter_client_state,
                                  stack_trees)
-from algorithms.fedavg import FedAvg
-from algorithms.pfedme import PFedMe
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.regularized.pfedme import PFedMe
 
 
 def client_by_client_round(alg, state: State, fed, model) -> State:

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from algorithms.base import State, hyperparameters
+from algorithms.engine.base import State, hyperparameters
 
 #: small settings so that a round is cheap; the learning rates are raised from the papers'
 #: (tuned for 600–800 rounds) so that the planted problem is learned within 15 rounds
@@ -86,7 +86,7 @@ def build(cls: type, **overrides: Any):
 
 
 def _model(hidden: int = 8):
-    from algorithms.models import DNN
+    from algorithms.engine.models import DNN
 
     return DNN(5, 3, hidden=hidden)
 
@@ -155,7 +155,7 @@ def check_contract(cls: type, prop: str, *, hyperparameters: dict[str, Any] | No
             if x.is_floating_point():
                 assert bool(torch.isfinite(x).all()), f"{name}: NaN/inf in the state"
     elif prop == "learns":
-        from algorithms.evaluation import evaluate
+        from algorithms.engine.evaluation import evaluate
 
         evaluated = alg.evaluated(_rounds(alg, fed, model, 15, 0))
         assert evaluated, f"{name} evaluates no model"
@@ -170,7 +170,7 @@ def check_contract(cls: type, prop: str, *, hyperparameters: dict[str, Any] | No
             a, b = alg.round(a, fed, model), client_by_client_round(alg, b, fed, model)
         _same(a, b, f"{name}: client-by-client loop against the batched engine", ATOL)
     elif prop == "resume":
-        from algorithms.checkpoint import load_checkpoint, save_checkpoint
+        from algorithms.engine.checkpoint import load_checkpoint, save_checkpoint
 
         with tempfile.TemporaryDirectory() as tmp:
             path = save_checkpoint(Path(tmp) / "checkpoint.pt", _rounds(alg, fed, model, 2, 3),
@@ -182,7 +182,7 @@ def check_contract(cls: type, prop: str, *, hyperparameters: dict[str, Any] | No
             return "skipped: flwr is not installed"
         from algorithms.flower.local import simulate
         from algorithms.flower.records import Settings
-        from algorithms.runner import run
+        from algorithms.engine.runner import run
 
         small = _model(hidden=4)
         engine = run(alg, fed, small, rounds=2, seed=7, progress=False).state

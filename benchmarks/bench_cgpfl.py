@@ -5,7 +5,7 @@ Guo, IJCAI 2022).
 Planted label-skew data (K₀ = 4, 20-dim Gaussian classes, 20–40 samples per client), MLR,
 K = 4, R = 5, S = 5, |D| = 20, float32, one thread.  Each N: one warm-up round, then the
 median of ``--repeats`` timed rounds; the clustering time is measured by wrapping
-:func:`algorithms.cgpfl.kmeans` with a timer.  Last line: ``cgpfl_round_seconds N=400: <s>``.
+:func:`algorithms.methods.clustered.cgpfl.kmeans` with a timer.  Last line: ``cgpfl_round_seconds N=400: <s>``.
 
 ``--contexts K …``: seconds per CGPFL round at each number of contexts K on the federation
 ``pflt run --clients N`` builds (``--clients``, default 100: synthetic(0.5, 0.5), MLR,
@@ -14,7 +14,7 @@ d = 610 parameters per client), CGPFL's defaults but ``kmeans_restarts`` = ``--r
 ``--warmup`` K = 1 rounds is clustered into K contexts as ``select-k --validation`` does.
 "after" is this checkout's k-means; "before" is ``pfl_theory/kmeans.py`` of the git revision
 ``--before`` (default 04f83e9, the one-shot k-means before the blocked distances), loaded from
-git and patched into algorithms.cgpfl; the two are interleaved round by round, and every
+git and patched into algorithms.methods.clustered.cgpfl; the two are interleaved round by round, and every
 state they reach is compared bit for bit (``identical``).  Prints the date and the load
 average before and after.
 
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import torch
 
-import algorithms.cgpfl as cg
-from algorithms.models import build_model
+import algorithms.methods.clustered.cgpfl as cg
+from algorithms.engine.models import build_model
 from verification.experiments.cgpfl import cgpfl, planted_federation
 
 
@@ -99,8 +99,8 @@ def _bits_equal(a, b) -> bool:
 def time_contexts(ks, clients: int, restarts: int, rounds: int, warmup_rounds: int, before):
     """``{K: (after s/round, before s/round or None, identical)}``: medians over ``rounds``
     rounds per K, "before" and "after" interleaved round by round."""
-    from algorithms.base import flatten, get_algorithm
-    from algorithms.cgpfl import assignment_matrix, project
+    from algorithms.engine.base import flatten, get_algorithm
+    from algorithms.methods.clustered.cgpfl import assignment_matrix, project
     from pfl_theory.kmeans import kmeans
     from synthetic.sources import DataSpec, build_federation
 

@@ -5,7 +5,7 @@ Workload (pFedMe's synthetic setting): R = 20 local rounds of K = 5 steps on |D|
 samples, λ = 15, S = 10, float32, every client trains every round; the data ``pflt run``
 uses (the paper's client sizes, capped at N = 10,000 so that the features fit 1 GiB).
 Evaluation: the three models (personalized, global, local), per-client accuracy and loss
-on test and loss on train, with their summaries (:func:`algorithms.runner.evaluation_entry`).
+on test and loss on train, with their summaries (:func:`algorithms.engine.runner.evaluation_entry`).
 
 Baselines (:mod:`benchmarks.reference_pfedme`): one ``nn.Linear`` per client, a shuffled
 ``DataLoader``, ``zero_grad / backward / step`` per step, then a per-client evaluation of
@@ -56,9 +56,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from algorithms.models import MLR  # noqa: E402
-from algorithms.pfedme import PFedMe  # noqa: E402
-from algorithms.runner import evaluation_entry  # noqa: E402
+from algorithms.engine.models import MLR  # noqa: E402
+from algorithms.methods.regularized.pfedme import PFedMe  # noqa: E402
+from algorithms.engine.runner import evaluation_entry  # noqa: E402
 from reference_pfedme import ReferencePFedMe  # noqa: E402  (this folder)
 from synthetic import fedprox  # noqa: E402
 from synthetic.federation import resolve_device  # noqa: E402

@@ -1,6 +1,6 @@
 """Seconds to evaluate one shared model (FedAvg's ``global``, ``[1, ...]``) on every
-client: the flat path (:func:`algorithms.evaluation._evaluate_shared`, one plain product per
-chunk of rows, what :func:`~algorithms.evaluation.evaluate_models` now takes when every
+client: the flat path (:func:`algorithms.engine.evaluation._evaluate_shared`, one plain product per
+chunk of rows, what :func:`~algorithms.engine.evaluation.evaluate_models` now takes when every
 model is shared) against the per-client blocked path it replaced (the model expanded to N
 copies and applied to blocks of the automatic size — 8 rows for a shared model, since it
 has no per-client parameters — and to 64-row blocks for reference).
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from algorithms import evaluation  # noqa: E402
-from algorithms.models import build_model  # noqa: E402
+from algorithms.engine import evaluation  # noqa: E402
+from algorithms.engine.models import build_model  # noqa: E402
 from synthetic.sources import DataSpec, build_federation  # noqa: E402
 
 

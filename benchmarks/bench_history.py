@@ -1,5 +1,5 @@
 """Seconds to save one evaluation of a run's history after ``E`` evaluations: the full
-rewrite (:meth:`algorithms.runner.History.save`, what every evaluation cost before the
+rewrite (:meth:`algorithms.engine.runner.History.save`, what every evaluation cost before the
 append-only ``history.jsonl``) against the append (:meth:`History.save_last`, what it costs
 now), at N clients (an entry carries N per-client accuracies per evaluated model).
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from algorithms.runner import History  # noqa: E402
+from algorithms.engine.runner import History  # noqa: E402
 
 
 def entry(round_: int, n: int, rng: random.Random) -> dict:

@@ -3,7 +3,7 @@ itself: the server's draws — also timed on their own as ``draws`` — the clie
 aggregation and the runner's finiteness check of the new state), ``eval`` (the evaluation
 entry: every evaluated model on every client's test and train split, the summaries and the
 per-client accuracy vectors) and ``other`` (appending the entry to ``history.jsonl`` /
-``history.csv``), as :func:`algorithms.runner.run` does them every evaluated round.
+``history.csv``), as :func:`algorithms.engine.runner.run` does them every evaluated round.
 
 The data are those of ``pflt run --clients N`` (Synthetic(0.5, 0.5), ``--max-client-size
 auto``), the model MLR, one torch thread, float32.  Printed: the date (UTC), the 1-minute load
@@ -29,9 +29,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from algorithms.base import get_algorithm  # noqa: E402
-from algorithms.models import MLR  # noqa: E402
-from algorithms.runner import History, _play_round, evaluation_entry  # noqa: E402
+from algorithms.engine.base import get_algorithm  # noqa: E402
+from algorithms.engine.models import MLR  # noqa: E402
+from algorithms.engine.runner import History, _play_round, evaluation_entry  # noqa: E402
 from synthetic import fedprox  # noqa: E402
 
 

@@ -190,7 +190,7 @@ def figure(rows: list[dict], path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
     from pflt.cli import main as pflt
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

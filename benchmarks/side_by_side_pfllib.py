@@ -23,7 +23,7 @@ one client update (client 0, round 0) and after each of ``--rounds`` rounds (glo
 client-held parameters), with the alignments needed where the two differ by design:
 
 * FedRoD: PFLlib copies the generic head into the personalized head at start; ours starts
-  at zero (algorithms/fedrod.py) — the peer's head is zeroed before round 0;
+  at zero (algorithms/methods/decoupled/fedrod.py) — the peer's head is zeroed before round 0;
 * FedBN: PFLlib weighs clients by sample counts (serverbase ``aggregate_parameters``), the
   FedBN authors' code uniformly — ours runs with ``aggregation="weighted"`` here; PFLlib
   keeps BN *parameters* local by name and never sends buffers (running statistics stay on
@@ -51,9 +51,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from algorithms.base import get_algorithm
-from algorithms.contract import engine_view
-from algorithms.models import DNN, BatchNormMLP
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.contract import engine_view
+from algorithms.engine.models import DNN, BatchNormMLP
 from synthetic.federation import Federation
 
 DIM, HIDDEN, CLASSES, LR, STEPS, BATCH = 5, 8, 3, 0.1, 3, 5

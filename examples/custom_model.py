@@ -13,9 +13,9 @@ import argparse
 
 import torch.nn as nn
 
-from algorithms.base import get_algorithm
-from algorithms.functional import FunctionalModel
-from algorithms.runner import run
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.functional import FunctionalModel
+from algorithms.engine.runner import run
 from synthetic.sources import DataSpec, build_federation
 
 

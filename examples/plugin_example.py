@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from algorithms.base import (State, batch_size_hp, broadcast, check_clients_per_round,
+from algorithms.engine.base import (State, batch_size_hp, broadcast, check_clients_per_round,
                              clients_per_round_hp, hp, register, validate_hyperparameters,
                              weighted_mean)
-from algorithms.contract import Algorithm, Phase, train_phase, with_server
+from algorithms.engine.contract import Algorithm, Phase, train_phase, with_server
 from pfl_theory.validation import nonnegative, positive, positive_int
 from verification.core.registry import Context, Outcome, bound_outcome, check
 

@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from algorithms.ppfe_linear import compare_methods  # noqa: E402
+from algorithms.methods.ppfe.ppfe_linear import compare_methods  # noqa: E402
 from paper_figures._io import write_csv  # noqa: E402
 from pfl_theory.ppfe_bounds import corollary2_terms, kappa0_from_ingredients, select_stages  # noqa: E402
 from synthetic.linear import make_linear_federation  # noqa: E402

@@ -170,13 +170,13 @@ FORMULAS: tuple[Formula, ...] = (
             ("pfl_theory.cgpfl_matrices.assignment_matrix",
              "pfl_theory.cgpfl_matrices.indicator_matrix",
              "pfl_theory.cgpfl_matrices.transition_matrix",
-             "algorithms.cgpfl.assignment_matrix", "algorithms.cgpfl.transition")),
+             "algorithms.methods.clustered.cgpfl.assignment_matrix", "algorithms.methods.clustered.cgpfl.transition")),
     Formula("A.5", "Local generalized-model step ∇_{ω_i} G = (2/N)(ω̃_i − θ̃_i)", CGPFL,
             "Algorithm 1 step 2; ICLR appendix", "SEED",
             "The paper's scale c = 2/N is local_step='paper'; the default local_step='pfedme' "
             "uses c = λ (β = pFedMe's η), because with c = 2/N the generalized models barely move "
             "(β·2/N = 2.5·10⁻⁴ at N = 40); K = 1 reduces exactly to pFedMe when β·c = η·λ.",
-            (_C + "local_model_gradient", "algorithms.cgpfl.CGPFL")),
+            (_C + "local_model_gradient", "algorithms.methods.clustered.cgpfl.CGPFL")),
     Formula("A.5", "Global aggregation Ω^{t+1} = (1 − α)Ω^t + α Ω_{I,R} P^{t+1}", CGPFL,
             "Algorithm 1 step 4; ICLR eq. (6)", "SEED",
             "Clustering by k-means++ on the uploaded ω̃_{i,R} (best of restarts, seeded by the "
@@ -184,7 +184,7 @@ FORMULAS: tuple[Formula, ...] = (
             "the α-mixing.",
             ("pfl_theory.cgpfl_matrices.global_aggregation", "pfl_theory.kmeans.kmeans",
              "pfl_theory.kmeans.match_clusters", "pfl_theory.kmeans.align_result",
-             "pfl_theory.kmeans.lloyd", "pfl_theory.kmeans.inertia", "algorithms.cgpfl.project")),
+             "pfl_theory.kmeans.lloyd", "pfl_theory.kmeans.inertia", "algorithms.methods.clustered.cgpfl.project")),
     Formula("A.5", "CGPFL with a fixed assignment over a first-order oracle (Q^t = I)", CGPFL,
             "Algorithm 1 steps 2 and 4; ICLR appendix A.3 (Ω^{t+1} = Ω^t − α̂H_IP)", "DERIVED",
             "Exact personalized solutions θ̂_i = prox_{f_i/λ}; ∇G_k = mean_{i∈C_k} c(ω_k − θ̂_i) "
@@ -218,7 +218,7 @@ FORMULAS: tuple[Formula, ...] = (
             "SEED",
             "K searched in 1..N/2, chosen once (round select_round) and frozen; ties go to the "
             "smallest K; μ stands in for λ + L/2.",
-            (_C + "e_of_k", _C + "select_k", "algorithms.cgpfl.CGPFLHeur",
+            (_C + "e_of_k", _C + "select_k", "algorithms.methods.clustered.cgpfl.CGPFLHeur",
              "pfl_theory.cgpfl_selection.cluster_path",
              "pfl_theory.cgpfl_selection.normalise_models")),
     Formula("A.9", "X-means BIC over the clustering path (alternative selector of K)", CGPFL,
@@ -250,7 +250,7 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("B.1", "Per-FedAvg personalized model θ_i(w) = w − α∇f_i(w)", PFEDME,
             "eqs. (4)–(5) (Per-FedAvg, Fallah et al. 2020)", "SEED",
             "First-order and Hessian-free variants of Per-FedAvg's Algorithm 1.",
-            ("algorithms.perfedavg.PerFedAvg", "pfl_theory.oracle_methods.perfedavg_fo_local",
+            ("algorithms.methods.regularized.perfedavg.PerFedAvg", "pfl_theory.oracle_methods.perfedavg_fo_local",
              "pfl_theory.oracle_methods.perfedavg_fo_round")),
     Formula("B.3", "Proposition 1: L_F = λ, μ_F = λμ/(λ + μ), ∇F_i(w) = λ(w − θ̂_i(w))", PFEDME,
             "Proposition 1, eq. (6)", "SEED",
@@ -265,7 +265,7 @@ FORMULAS: tuple[Formula, ...] = (
             "(default 0); every client trains each round (Algorithm 1, default), or with "
             "train_clients='sampled' only the S sampled ones (as PFLlib; the same global "
             "model, the other clients' models kept from their last participation).",
-            ("algorithms.pfedme.PFedMe", "algorithms.reference_loop",
+            ("algorithms.methods.regularized.pfedme.PFedMe", "algorithms.reference_loop",
              # the same steps over a grad/prox oracle (numpy or PEPit points; issue 24)
              "pfl_theory.oracle_methods.inexact_prox", "pfl_theory.oracle_methods.pfedme_local",
              "pfl_theory.oracle_methods.pfedme_round", "pfl_theory.oracle_methods.average",
@@ -314,7 +314,7 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("C.2", "Low-rank reduction of personalized layers", PPFE, "§4.3, App. A.1",
             "SEED", "Truncated SVD W_r; r(d_l + d_{l−1}) parameters; Eckart–Young error.",
             ("pfl_theory.ppfe_lowrank.truncated_svd", "pfl_theory.ppfe_lowrank.low_rank_param_count",
-             "pfl_theory.ppfe_lowrank.low_rank_reduction_factor", "algorithms.ppfe_reduction.Reduction")),
+             "pfl_theory.ppfe_lowrank.low_rank_reduction_factor", "algorithms.methods.ppfe.ppfe_reduction.Reduction")),
     Formula("C.3", "Sample reweighting π' ∝ π exp(β s) (eq. 7), coefficients α, ensemble (eq. 8)",
             PPFE, "eqs. (7)–(8)", "RECONSTRUCTED",
             "Per-client exponential reweighting with inverse temperature β on 0-1 misses or "
@@ -323,13 +323,13 @@ FORMULAS: tuple[Formula, ...] = (
             ("pfl_theory.ppfe_boosting.reweight", "pfl_theory.ppfe_boosting.weighted_error",
              "pfl_theory.ppfe_boosting.uniform_weights",
              "pfl_theory.ppfe_boosting.ensemble_coefficients",
-             "pfl_theory.ppfe_boosting.final_ensemble", "algorithms.ppfe_ensemble.next_weights",
-             "algorithms.ppfe_ensemble.ensemble_scores")),
+             "pfl_theory.ppfe_boosting.final_ensemble", "algorithms.methods.ppfe.ppfe_ensemble.next_weights",
+             "algorithms.methods.ppfe.ppfe_ensemble.ensemble_scores")),
     Formula("C.4", "PPFE Algorithm 1 (stages personalize one more layer each)", PPFE,
             "Algorithm 1; §4.2, §4.3, §6.2.5, App. A.4", "RECONSTRUCTED",
             "Stage 0 = FedAvg; stage t personalizes the last t layers (compressed) and trains "
             "on π^{(t)}-weighted batches; rounds split across stages in proportion.",
-            ("algorithms.ppfe.PPFE", "algorithms.ppfe_reduction.stage_rounds")),
+            ("algorithms.methods.ppfe.ppfe.PPFE", "algorithms.methods.ppfe.ppfe_reduction.stage_rounds")),
     Formula("C.5.3", "Theorem 7 (generalization gap of the T-stage ensemble)", PPFE,
             "Theorem 1 (eq. 11) = Theorem 7 (eq. 24)", "RECONSTRUCTED",
             "Shared term over N·n̄, personalized term over n̄, boosting term √(T/n̄), confidence "
@@ -377,32 +377,32 @@ FORMULAS: tuple[Formula, ...] = (
             "d, n, σ_ε², Σ_i, s_i are toolkit defaults (d = 50, n = 40, σ² = 0.25), NOT the "
             "paper's; ridge at every stage.",
             ("synthetic.linear.make_linear_federation", "synthetic.linear.ridge",
-             "synthetic.linear.population_mse", "algorithms.ppfe_linear.fit_ppfe_linear",
-             "algorithms.ppfe_linear.fit_local_ridge", "algorithms.ppfe_linear.fit_fedavg_ridge")),
+             "synthetic.linear.population_mse", "algorithms.methods.ppfe.ppfe_linear.fit_ppfe_linear",
+             "algorithms.methods.ppfe.ppfe_linear.fit_local_ridge", "algorithms.methods.ppfe.ppfe_linear.fit_fedavg_ridge")),
     # ---- D. PLGU -----------------------------------------------------------------------
     Formula("D.2", "SAM / LWSAM perturbation ε̃ = ρ sign(g) Λ |g|^{q−1} / (‖g‖_q^q)^{1/p}", PLGU,
             "eqs. (3)–(5)", "ERRATUM?",
             "The paper prints the exponent p − 1; only 1/p gives ‖ε̃‖_p = ρ and reduces to eq. (3) "
             "at p = 2 (exponent='corrected', default; 'printed' reproduces the misprint).",
-            ("algorithms.sam.perturbation", "algorithms.sam.sam_gradient", "algorithms.sam.sam_step")),
+            ("algorithms.methods.sam.sam.perturbation", "algorithms.methods.sam.sam.sam_gradient", "algorithms.methods.sam.sam.sam_step")),
     Formula("D.3", "Local PLGU routine (plain step on θ̃, SAM step on the global copy w̃)", PLGU,
             "Algorithm 1", "SEED",
             "Step 4 read as the SAM gradient of the global copy at w̃ + ε̃, ε̃ from the gradient at w̃.",
-            ("algorithms.plgu_lf.plgu_local",)),
+            ("algorithms.methods.sam.plgu_lf.plgu_local",)),
     Formula("D.4", "Personalization score ξ_{i,l} = ‖θ̃_{i,l} − w̃_l‖ / dim(w̃_l)", PLGU,
             "eqs. (6), (10)", "ERRATUM?",
             "The text claims Σ_l ξ_{i,l} = 1, which the formula does not give: scores are "
             "normalised explicitly; top-D ties broken deterministically.",
-            ("algorithms.plgu_scores.personalization_scores", "algorithms.plgu_scores.top_layers")),
+            ("algorithms.methods.sam.plgu_scores.personalization_scores", "algorithms.methods.sam.plgu_scores.top_layers")),
     Formula("D.5", "PLGU-LF (scheme I) and FedSAM", PLGU, "Algorithm 2, eq. (7)", "SEED",
             "Server update w̃ ← w̃ + mean Δ (the copy prints w̃^{t+1} on both sides).",
-            ("algorithms.plgu_lf.PLGULF", "algorithms.plgu_lf.FedSAM")),
+            ("algorithms.methods.sam.plgu_lf.PLGULF", "algorithms.methods.sam.plgu_lf.FedSAM")),
     Formula("D.6", "PLGU-GRep (scheme II on FedRep)", PLGU, "eqs. (8)–(13), Algorithm 3",
             "ERRATUM?", "eq. (13) read as φ̃ = φ − η g̃ (the printed g is the unperturbed gradient).",
-            ("algorithms.plgu_grep.PLGUGRep",)),
+            ("algorithms.methods.sam.plgu_grep.PLGUGRep",)),
     Formula("D.7", "PLGU-GHN (scheme II on pFedHN)", PLGU, "eqs. (22)–(26), Algorithm 4", "SEED",
             "The chain-rule product with Δw is used as a descent direction, as printed.",
-            ("algorithms.pfedhn.PLGUGHN", "algorithms.pfedhn.PFedHN", "algorithms.pfedhn.hn_vjp")),
+            ("algorithms.methods.sam.pfedhn.PLGUGHN", "algorithms.methods.sam.pfedhn.PFedHN", "algorithms.methods.sam.pfedhn.hn_vjp")),
     Formula("D.8", "Theorems 1–3 and Lemmas 2–4 (generalization bounds)", PLGU,
             "Theorems 1–3; Lemmas 1–10 (appendix)", "SEED",
             "Last term 2√(log(1/γ)/m) (appendix; the main text's √(m log(1/γ)) is a typo); "
@@ -415,7 +415,7 @@ FORMULAS: tuple[Formula, ...] = (
              _PL + "linear_rademacher_bound", _PL + "empirical_rademacher_linear")),
     Formula("D.9", "Average, lowest-5% and top-5% client accuracy", PLGU, "Tables 1–4", "SEED",
             "The paper does not define the 5% tails: mean over the ⌈0.05 N⌉ worst / best clients.",
-            ("algorithms.evaluation.summarize", "algorithms.evaluation.tail_size")),
+            ("algorithms.engine.evaluation.summarize", "algorithms.engine.evaluation.tail_size")),
 )
 
 

@@ -5,7 +5,7 @@ on the symbolic points of a performance-estimation problem (the PEPit adapter in
 :mod:`verification.worst_case.pep_oracle`): a method only adds and subtracts vectors,
 multiplies them by numbers and calls its clients' oracles, so whatever it computes on
 numbers it also states, unchanged, about a whole function class.  A test runs the concrete
-form against the batched engine (:mod:`algorithms.pfedme`, :mod:`algorithms.fedavg`) in
+form against the batched engine (:mod:`algorithms.methods.regularized.pfedme`, :mod:`algorithms.methods.averaging.fedavg`) in
 float64 (tests/pfl_theory/test_oracle_methods.py): the worst cases analyse what the engine
 runs.
 

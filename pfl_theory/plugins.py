@@ -1,10 +1,10 @@
 """Plugins: algorithms and checks registered from the user's own modules.
 
 A plugin is an ordinary Python module (or a file, or a package directory) that registers
-algorithms with ``@algorithms.base.register("name")`` and/or verification checks with
+algorithms with ``@algorithms.engine.base.register("name")`` and/or verification checks with
 ``@verification.core.registry.check(...)`` when it is imported.  Nothing inside the
 installed package is edited.  A plugin is found three ways, all loaded by the registries
-(``algorithms.base.registry()`` and the check loader of ``pflt verify``):
+(``algorithms.engine.base.registry()`` and the check loader of ``pflt verify``):
 
 * the environment variable ``PFLT_PLUGINS``: module names or paths to ``.py`` files /
   package directories, separated by commas or ``os.pathsep`` (``:`` on Linux and macOS),

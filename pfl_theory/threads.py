@@ -31,7 +31,7 @@ one thread at every N (:func:`run_threads`); ``--threads 2`` / ``PFLT_THREADS=2`
 it on a machine of one's own from ~1000 clients on.
 
 Since the table above, pFedMe's inner solve runs in logit space and, with T > 1 torch
-threads, its client tiles run on T one-thread workers (``algorithms.steps.map_tiles``), so
+threads, its client tiles run on T one-thread workers (``algorithms.engine.steps.map_tiles``), so
 its *training* no longer waits at per-operation barriers: benchmarks/bench_engine.py on
 2026-11-24 20:48 UTC (load 1.1–2.8) gave an N = 10,000 training round of 1.07 s at one
 thread and 0.58 s at two, evaluation 0.54 s and 0.32 s.  Evaluation and the other
@@ -39,7 +39,7 @@ algorithms still use torch's intra-op threads, and with a test run beside it ``p
 --clients 10000 --threads 2`` took 2.3–6.3 s per round against 1.7 s at one thread — so the
 default stays one thread.
 
-**One policy for the CLI and the Python API.**  ``algorithms.runner.run`` (and everything
+**One policy for the CLI and the Python API.**  ``algorithms.engine.runner.run`` (and everything
 built on it: the validation runs of ``select-k``/``select-stages``, the examples, the
 README's snippets) runs its rounds at :func:`api_threads` ``(threads)``: its ``threads=``
 argument if given, else ``PFLT_THREADS``, else 1 — the same default as ``pflt run`` — and

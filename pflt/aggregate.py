@@ -93,7 +93,7 @@ def headline_model(algorithm: str, models: list[str]) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _headline(algorithm: str, models: tuple[str, ...]) -> str | None:
     try:
-        from algorithms.base import get_algorithm
+        from algorithms.engine.base import get_algorithm
 
         declared = getattr(get_algorithm(algorithm), "headline_model", None)
     except (ValueError, KeyError, ImportError):   # unknown here (a plugin not loaded)

@@ -1,7 +1,7 @@
 """What the toolkit offers, read from the code: algorithms, datasets, models, checks, figures.
 
 One place for ``pflt list`` and the per-algorithm help of ``pflt run``: every entry is
-derived from the registries (:func:`algorithms.base.registry`, the verification registry,
+derived from the registries (:func:`algorithms.engine.base.registry`, the verification registry,
 :func:`paper_figures.driver.discover`) and from docstrings, so it cannot drift from the code.
 """
 
@@ -118,7 +118,7 @@ def algorithm_paper(cls: type) -> str:
 
 def algorithm_info(name: str) -> AlgorithmInfo:
     """The catalogue entry of the registered algorithm ``name``."""
-    from algorithms.base import get_algorithm, hyperparameters
+    from algorithms.engine.base import get_algorithm, hyperparameters
 
     cls = get_algorithm(name)
     hps = tuple(HyperParameter(f.name, f.default, f.metadata.get("symbol", "") or "",
@@ -131,7 +131,7 @@ def algorithm_info(name: str) -> AlgorithmInfo:
 
 def algorithms() -> list[AlgorithmInfo]:
     """Every registered algorithm, sorted by name."""
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     return [algorithm_info(n) for n in registry()]
 
@@ -160,8 +160,8 @@ def datasets() -> list[dict[str, str]]:
 
 def models() -> list[dict[str, str]]:
     """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
-    from algorithms import models as m
-    from algorithms.models_norm import BatchNormMLP
+    from algorithms.engine import models as m
+    from algorithms.engine.models_norm import BatchNormMLP
 
     return [{"name": "mlr", "description": first_line(m.MLR.__doc__)},
             {"name": "dnn", "description": first_line(m.DNN.__doc__)},
@@ -169,7 +169,7 @@ def models() -> list[dict[str, str]]:
             {"name": "mlp-bn", "description": first_line(BatchNormMLP.__doc__)},
             {"name": "cnn", "description": first_line(m.CNN.__doc__)},
             {"name": "custom", "description": "any single-client torch.nn.Module via "
-                                              "algorithms.functional.FunctionalModel (Python API)"}]
+                                              "algorithms.engine.functional.FunctionalModel (Python API)"}]
 
 
 def checks() -> list[dict[str, Any]]:

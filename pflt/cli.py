@@ -15,7 +15,7 @@ Error contract: every anticipated error — bad options (argparse), :class:`User
 (missing file, directory where a file is expected, permissions, disk full),
 ``OverflowError``, ``MemoryError`` and CUDA out-of-memory — is reported as *one line*
 ``pflt <command>: error: <message>`` on stderr with exit code 2, no traceback (set
-``PFLT_DEBUG=1`` to see it).  A run that diverges exits 1 (see :mod:`algorithms.runner`).
+``PFLT_DEBUG=1`` to see it).  A run that diverges exits 1 (see :mod:`algorithms.engine.runner`).
 A reader that closes standard output early (``pflt select-k … | head -1``) ends the command
 quietly with exit code 141 (= 128 + SIGPIPE, what a shell reports for a process killed by
 it), nothing on stderr.  Anything else is a bug and keeps its traceback.

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the modules a user programs against (theory functions, the engine, the CLI helpers)
 API_MODULES = sorted(
     [f"pfl_theory.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "pfl_theory")])]
-    + ["algorithms.base", "algorithms.models", "algorithms.functional", "pflt.cli",
+    + ["algorithms.engine.base", "algorithms.engine.models", "algorithms.engine.functional", "pflt.cli",
        "pflt.aggregate", "pflt.catalog"])
 
 

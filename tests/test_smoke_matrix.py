@@ -37,14 +37,14 @@ MARGIN = 0.10
 
 
 def _algorithms() -> list[str]:
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
     return sorted(registry())
 
 
 def unsupported(algorithm: str, data: str, model: str) -> str | None:
     """The expected error text if the combination is not supported, else ``None``."""
-    from algorithms.base import get_algorithm
-    from algorithms.models import build_model
+    from algorithms.engine.base import get_algorithm
+    from algorithms.engine.models import build_model
     from synthetic.sources import DataSpec, build_federation
 
     if model == "cnn":

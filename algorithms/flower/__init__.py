@@ -1,6 +1,6 @@
 """Every registered algorithm on Flower (``flwr``, optional extra ``flower``): a ServerApp
 strategy + ClientApp running the algorithm's own contract functions
-(:mod:`algorithms.contract`: ``first_phase`` and ``server_aggregate`` on the server,
+(:mod:`algorithms.engine.contract`: ``first_phase`` and ``server_aggregate`` on the server,
 ``client_update`` with N = 1 on each client), so a Flower run equals the in-process engine run.
 
 Modules: :mod:`~algorithms.flower.records` (engine objects ↔ Flower records, the data-free

@@ -26,7 +26,7 @@ read by the server (and by the clients for the data split):
   (:mod:`algorithms.flower.exchange`); ``poll`` (float, default 0.05): seconds between two
   looks for replies;
 * ``checkpoint-every`` (int, optional, needs ``out-dir``): write ``out-dir/checkpoint.pt``
-  every k rounds (:mod:`algorithms.checkpoint`); ``resume`` (bool): continue from it;
+  every k rounds (:mod:`algorithms.engine.checkpoint`); ``resume`` (bool): continue from it;
 * data: ``dtype`` (``float32``/``float64``, default ``float32``), ``num-classes`` (int,
   required so that every client agrees), ``train-fraction`` (default 0.75).
 
@@ -144,7 +144,7 @@ def serve(grid: Grid, rc: dict, out: Path | None) -> None:
         raise ValueError("checkpoint-every / resume need an out-dir in the run config")
     state = None
     if rc.get("resume"):
-        from algorithms.checkpoint import load_checkpoint
+        from algorithms.engine.checkpoint import load_checkpoint
         state = load_checkpoint(out / "checkpoint.pt", settings.build_algorithm())
     for result in run_server(grid, [settings], rounds=int(rc["rounds"]),
                              eval_every=int(rc.get("eval-every", 1)), state=state,

@@ -1,5 +1,5 @@
 """The Flower ``ClientApp``: one client of any registered algorithm, running the algorithm's
-own ``client_update`` (:mod:`algorithms.contract`) with N = 1 on the client's data.
+own ``client_update`` (:mod:`algorithms.engine.contract`) with N = 1 on the client's data.
 
 Message handlers (message types sent by :class:`algorithms.flower.strategy.PFLStrategy`):
 
@@ -11,7 +11,7 @@ Message handlers (message types sent by :class:`algorithms.flower.strategy.PFLSt
   ``client_tensors``: e.g. pFedMe's ``personalized``/``local``, FedRep's head, APFL's α_i)
   in ``context.state``;
 * ``train`` — one phase of a round (its name and ``info`` in the message): builds the
-  client's :class:`~algorithms.contract.ClientView` (server models, the server's payload row
+  client's :class:`~algorithms.engine.contract.ClientView` (server models, the server's payload row
   for this client, its own kept rows, its mini-batches from the local indices it was sent,
   its train split), runs ``alg.client_update``, keeps the new rows and replies with the
   upload when asked;
@@ -34,9 +34,9 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from algorithms.base import State
-from algorithms.contract import ClientView, Phase
-from algorithms.evaluation import evaluate, model_for
+from algorithms.engine.base import State
+from algorithms.engine.contract import ClientView, Phase
+from algorithms.engine.evaluation import evaluate, model_for
 from algorithms.flower.records import Settings, pack, tensors_from, unpack
 from synthetic.federation import Federation
 

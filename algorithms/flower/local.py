@@ -1,7 +1,7 @@
 """Running the Flower apps on one machine: Flower's simulation engine (Ray) or an in-process
 grid, plus the client slices of an in-memory federation.
 
-* :func:`~algorithms.contract.client_federation` (re-exported) — client ``i`` of a
+* :func:`~algorithms.engine.contract.client_federation` (re-exported) — client ``i`` of a
   :class:`~synthetic.federation.Federation` as a one-client federation (its train/test rows
   in the engine's order), what a real client gets from
   ``Federation.from_client_arrays([x_i], [y_i], seed=seed + i)``.
@@ -28,7 +28,7 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from algorithms.contract import client_federation  # noqa: F401  (re-exported)
+from algorithms.engine.contract import client_federation  # noqa: F401  (re-exported)
 from algorithms.flower.client import make_client_app
 from algorithms.flower.records import Settings
 from algorithms.flower.strategy import FlowerResult, make_server_app

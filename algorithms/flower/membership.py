@@ -18,7 +18,7 @@ from flwr.app import Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore import log
 
-from algorithms.base import State
+from algorithms.engine.base import State
 from algorithms.flower.client import INFO as INFO_KEY, KEPT, SETTINGS
 from algorithms.flower.exchange import Sorted, sort_replies
 from algorithms.flower.records import pack, stack_rows, unpack

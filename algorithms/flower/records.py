@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from flwr.app import ArrayRecord, ConfigRecord
 
-from algorithms.base import Params
+from algorithms.engine.base import Params
 
 SEP = "/"
 
@@ -116,11 +116,11 @@ class Settings:
     l2: float = 0.0
 
     def build_algorithm(self):
-        from algorithms.base import get_algorithm
+        from algorithms.engine.base import get_algorithm
         return get_algorithm(self.algorithm)(**self.hyperparameters)
 
     def build_model(self, federation):
-        from algorithms.models import build_model
+        from algorithms.engine.models import build_model
         return build_model(self.model, federation, hidden=self.hidden, l2=self.l2)
 
     def to_record(self) -> ConfigRecord:
@@ -146,6 +146,6 @@ class Settings:
     def of(algorithm, *, num_clients: int, seed: int = 0, model: str = "mlr",
            hidden: int | None = None, l2: float = 0.0) -> "Settings":
         """Settings of an algorithm *instance* (its dataclass fields are the hyper-parameters)."""
-        from algorithms.base import hyperparameters
+        from algorithms.engine.base import hyperparameters
         hps = {f.name: getattr(algorithm, f.name) for f in hyperparameters(type(algorithm))}
         return Settings(algorithm.name, hps, int(num_clients), int(seed), model, hidden, l2)

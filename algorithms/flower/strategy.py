@@ -1,5 +1,5 @@
 """The Flower server side: :class:`PFLStrategy` (a ``flwr.serverapp.strategy.Strategy``) and
-:func:`make_server_app`, generic over the algorithm contract (:mod:`algorithms.contract`).
+:func:`make_server_app`, generic over the algorithm contract (:mod:`algorithms.engine.contract`).
 
 The strategy holds the *server* part of the engine ``State`` (server models and all state
 tensors; the client-held rows — ``client_models`` and ``client_tensors`` — stay on the
@@ -39,7 +39,7 @@ state, or the last checkpoint; recorded as phase ``rejoin``).  ``collect`` leave
 of a gone client NaN (phase ``collect``), so the final state is written in any case.  A phase without any upload
 it needed leaves the server state unchanged for the rest of the round.  With
 ``checkpoint_every=k`` the full state (collected from the clients) is written to
-``checkpoint`` every ``k`` rounds (:func:`algorithms.checkpoint.save_checkpoint`); pass the
+``checkpoint`` every ``k`` rounds (:func:`algorithms.engine.checkpoint.save_checkpoint`); pass the
 loaded state as ``state`` to resume.
 """
 
@@ -58,8 +58,8 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import Result, Strategy
 from flwr.supercore import log
 
-from algorithms.base import State
-from algorithms.contract import Phase, participant_batches, sent_models, server_init
+from algorithms.engine.base import State
+from algorithms.engine.contract import Phase, participant_batches, sent_models, server_init
 from algorithms.flower.client import (BATCHES, INFO as INFO_KEY, KEPT, MODELS, PAYLOAD, ROUND,
                                       ROWS, UPLOAD)
 from algorithms.flower.exchange import PollingGrid, Rejoin, sort_replies, wait_for_nodes
@@ -233,7 +233,7 @@ class PFLStrategy(Membership, Strategy):
         self.state = self.state.replace(round=self.state.round + 1)
         if self.checkpoint_every and (self.state.round % self.checkpoint_every == 0
                                       or server_round == self.num_rounds):
-            from algorithms.checkpoint import save_checkpoint
+            from algorithms.engine.checkpoint import save_checkpoint
             save_checkpoint(self.checkpoint, self.collect(self.grid), self.algorithm)
         return pack(self._server_models()), MetricRecord(
             {"clients_trained": self.phase.clients.numel(),

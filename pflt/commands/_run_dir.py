@@ -1,9 +1,9 @@
 """Reading a finished or checkpointed ``pflt run --out DIR`` for ``select-k`` / ``select-stages``.
 
-What a run directory holds (:mod:`pflt.commands.run`, :mod:`algorithms.runner`):
+What a run directory holds (:mod:`pflt.commands.run`, :mod:`algorithms.engine.runner`):
 ``run_options.json`` (the data / model options), ``history.json`` / ``history.jsonl``
 (evaluations and diagnostics per round) and, with ``--checkpoint-every``, ``checkpoint.pt`` (the algorithm's
-state: every client's models; :mod:`algorithms.checkpoint`).
+state: every client's models; :mod:`algorithms.engine.checkpoint`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def run_models(path: Path, key: str | None = None) -> tuple[np.ndarray, dict]:
     picks the state's model set; default ``personalized`` (the Θ* of CGPFL's cost), else
     ``local``; a checkpoint with neither (FedAvg's one global model, PPFE's body and heads)
     or a set without one row per client is refused with a one-line error."""
-    from algorithms.base import flatten
-    from algorithms.checkpoint import CheckpointError, load_checkpoint, read_payload
+    from algorithms.engine.base import flatten
+    from algorithms.engine.checkpoint import CheckpointError, load_checkpoint, read_payload
 
     ckpt = _dir(path) / "checkpoint.pt"
     if not ckpt.is_file():
@@ -79,8 +79,8 @@ def run_client_sizes(path: Path) -> np.ndarray | None:
 
 def run_history(path: Path) -> list[dict]:
     """The entries of the run's history (one per evaluation; ``history.json`` with
-    ``history.jsonl``, :func:`algorithms.runner.read_history`)."""
-    from algorithms.runner import read_history
+    ``history.jsonl``, :func:`algorithms.engine.runner.read_history`)."""
+    from algorithms.engine.runner import read_history
 
     f = _dir(path) / "history.json"
     if not f.is_file():
@@ -104,8 +104,8 @@ def run_federation(path: Path, *, dtype=None, algorithm: str = "cgpfl"):
     description has the run's ``algorithm`` and training ``seed``."""
     import torch
 
-    from algorithms.base import get_algorithm, hyperparameters
-    from algorithms.models import build_model
+    from algorithms.engine.base import get_algorithm, hyperparameters
+    from algorithms.engine.models import build_model
     from pflt.commands import run_options as opts
     from synthetic.sources import build_federation
 

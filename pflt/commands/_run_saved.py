@@ -25,7 +25,7 @@ def read_saved(path: Path, known: set[str], actions: dict, coerce) -> dict[str, 
     the other keys the reading command saves (``flower-sim``'s own options); ``actions``
     and ``coerce``: ``pflt run``'s options and how the command line converts them
     (:mod:`pflt.commands.run_options`, which calls this with its own)."""
-    from algorithms.run_files import RunFileError, read_object
+    from algorithms.engine.run_files import RunFileError, read_object
 
     saved = read_object(path)
     # runs saved before --data-seed / --class-assignment existed drew the data from

@@ -2,7 +2,7 @@
 
 Rebuilds the run's federation, model and PPFE hyper-parameters from ``DIR/run_options.json``
 (:func:`pflt.commands._run_dir.run_federation`) and runs
-:func:`algorithms.ppfe_stage_validation.stage_validation` (the ``val_cv_loss`` selector of the
+:func:`algorithms.methods.ppfe.ppfe_stage_validation.stage_validation` (the ``val_cv_loss`` selector of the
 neural stage benchmark, docs/selection.md); the protocol is in :mod:`pflt.commands.select_stages`.
 """
 
@@ -32,8 +32,8 @@ def check_validation_args(args: argparse.Namespace) -> None:
 
 
 def run_validation(args: argparse.Namespace) -> int:
-    from algorithms.base import get_algorithm
-    from algorithms.ppfe_stage_validation import stage_validation
+    from algorithms.engine.base import get_algorithm
+    from algorithms.methods.ppfe.ppfe_stage_validation import stage_validation
     from pfl_theory.threads import set_torch_threads
     from pflt.commands._run_dir import run_federation
 

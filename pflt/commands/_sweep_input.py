@@ -87,7 +87,7 @@ def _check_table(table: dict, path: Path, where: str) -> None:
 def check_algorithm_tables(per_algorithm: dict, used: set[str], path: Path) -> None:
     """Every ``[algorithms.<name>]`` names a registered algorithm that the sweep runs (a
     typo'd or unused table would be silently ignored)."""
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     known = registry()
     for name in per_algorithm:

@@ -106,8 +106,8 @@ def run(args) -> int:
 
 
 def _run_locked(args, options: dict) -> int:
-    from algorithms.checkpoint import load_checkpoint
-    from algorithms.models import build_model
+    from algorithms.engine.checkpoint import load_checkpoint
+    from algorithms.engine.models import build_model
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
     from synthetic.sources import build_federation
@@ -147,7 +147,7 @@ def _run_locked(args, options: dict) -> int:
     summary = {k: v for k, v in last.items()}
     summary["failures"] = result.failures
     if args.compare:
-        from algorithms.runner import run as run_engine
+        from algorithms.engine.runner import run as run_engine
         model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
         ref = run_engine(algorithm, fed, model, rounds=options["rounds"], seed=options["seed"],
                          eval_every=options["rounds"], progress=False).state
@@ -161,7 +161,7 @@ def _run_locked(args, options: dict) -> int:
 
 
 def options_algorithm(options: dict):
-    from algorithms.base import get_algorithm
+    from algorithms.engine.base import get_algorithm
     return get_algorithm(options["algorithm"])(**options["hyperparameters"])
 
 

@@ -16,7 +16,7 @@ to the options (and the hyper-parameters of its algorithm).  Checkpoints: ``--ch
 ``OUT/checkpoint.pt`` atomically; ``pflt run --resume OUT [--rounds T]`` continues that run
 (bit-identically with the same --threads: per-round randomness derives from (seed, round);
 the checkpoint, history and options are checked against each other first, see
-algorithms/resume.py).  ``--out`` holding another run is refused unless ``--overwrite``.
+algorithms/engine/resume.py).  ``--out`` holding another run is refused unless ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -79,11 +79,11 @@ def execute(options: dict, *, progress: bool = True) -> dict | None:
 
 
 def _execute(options: dict, *, progress: bool) -> dict | None:
-    from algorithms.base import get_algorithm
-    from algorithms.models import build_model
-    from algorithms.resume import resume_point
-    from algorithms.run_dir import claim_out_dir
-    from algorithms.runner import DivergenceError, run as run_rounds, run_config
+    from algorithms.engine.base import get_algorithm
+    from algorithms.engine.models import build_model
+    from algorithms.engine.resume import resume_point
+    from algorithms.engine.run_dir import claim_out_dir
+    from algorithms.engine.runner import DivergenceError, run as run_rounds, run_config
     from pflt.commands.run_checks import check_memory
     from synthetic.sources import build_federation
 

@@ -70,7 +70,7 @@ def _widths(text: str):
 
 def hyperparameter_options() -> dict[str, tuple[type, str, list[str]]]:
     """name → (type, help, algorithms having it), over all registered algorithms."""
-    from algorithms.base import hyperparameters, registry
+    from algorithms.engine.base import hyperparameters, registry
 
     found: dict[str, tuple[type, str, list[str]]] = {}
     for name, cls in registry().items():
@@ -91,7 +91,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """The options every algorithm shares (run, data)."""
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     g = p.add_argument_group("run")
     g.add_argument("--config", default=None, help="TOML file with any of these options")
@@ -316,7 +316,7 @@ def check_data_options(values: dict[str, Any]) -> None:
 
 def resolve(args: argparse.Namespace) -> dict[str, Any]:
     """One options dict from defaults < config < explicit command line (< saved run)."""
-    from algorithms.base import get_algorithm, hyperparameters
+    from algorithms.engine.base import get_algorithm, hyperparameters
 
     values = {k: v for k, v in vars(args).items()
               if k not in ("func", "command", "argv", "help")}
@@ -366,7 +366,7 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
         values["model"] = getattr(cls, "default_model", "mlr")
         values["model_chosen"] = values["model"] != "mlr"
     if values["model"] == "mlp-bn" and not getattr(cls, "batchnorm_statistics", False):
-        from algorithms.base import registry
+        from algorithms.engine.base import registry
         able = [n for n, c in registry().items() if getattr(c, "batchnorm_statistics", False)]
         raise UserError(f"--model mlp-bn: {values['algorithm']} does not update BatchNorm "
                         f"running statistics; algorithms that do: {', '.join(able)}")

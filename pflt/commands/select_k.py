@@ -19,7 +19,7 @@ the run's client sizes, else 100·N (100 samples per client) when neither ``--m`
   samples (the complexity term dominates); read the scale-free BIC choice
   (``alternatives.bic`` in ``--json``) beside it;
 * the clients' data at hand (``--from-run DIR --validation``): held-out validation after
-  short CGPFL runs per K (:mod:`algorithms.cgpfl_validation`) — the recommended selector.
+  short CGPFL runs per K (:mod:`algorithms.methods.clustered.cgpfl_validation`) — the recommended selector.
   Input: the run directory's ``run_options.json`` (it rebuilds the federation: data, split,
   model); no checkpoint is needed.  Each client's training data are split 3/4 fit, 1/4
   validation (``--val-folds``), CGPFL with K = 1 is warmed up ``--val-warmup`` rounds, then
@@ -52,7 +52,7 @@ from pflt.cli import UserError
 from pflt.commands._validation_cli import add_fold_options, check_fold_options, progress_bar
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
-CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.cgpfl_validation.CRITERIA)
+CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.methods.clustered.cgpfl_validation.CRITERIA)
 VALIDATION_K_CAP = 10   # --validation's default k_max = min(N // 2, 10): the benchmark's K grid
 DEFAULT_CRITERION = "loss"   # docs/selection.md: chosen on the dev half, confirmed on the held-out half
 
@@ -199,7 +199,7 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 
 def _run_validation(args: argparse.Namespace) -> int:
-    from algorithms.cgpfl_validation import validation_select_k
+    from algorithms.methods.clustered.cgpfl_validation import validation_select_k
     from pflt.commands._run_dir import run_federation
 
     if args.from_run is None:

@@ -28,7 +28,7 @@ folds (``--seed``, default 0); for each of the first ``--val-cv`` folds (default
 trained on the other folds (init seed = the run's ``--seed``) and every T-stage ensemble
 (T = 1 … t_max, the prefix of the t_max run) is scored on the held-out fold; the per-sample
 cross-entropies and correct counts are summed over the folds
-(:func:`algorithms.ppfe_stage_validation.stage_validation`) and T̂ = argmin of the held-out
+(:func:`algorithms.methods.ppfe.ppfe_stage_validation.stage_validation`) and T̂ = argmin of the held-out
 loss (smallest T on ties).  Cost: val-cv × total_rounds PPFE rounds on (F − 1)/F of the data,
 printed on stderr before the runs, with a progress bar per fold (``--no-progress``).  Prints
 the table T / held-out loss / held-out accuracy with ``<- T_hat``, or with ``--json``

@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from algorithms.base import (hp, hyperparameters, one_of, registry, round_generator,
+from algorithms.engine.base import (hp, hyperparameters, one_of, registry, round_generator,
                              validate_hyperparameters, weighted_mean)
 from pfl_theory.validation import positive, positive_int
 

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.apfl import APFL
-from algorithms.base import broadcast, sq_distance
-from algorithms.ditto import Ditto
-from algorithms.evaluation import evaluate
-from algorithms.fedavg import FedAvg
-from algorithms.ifca import IFCA
-from algorithms.l2sgd import L2SGD
-from algorithms.models import build_model
-from algorithms.perfedavg import PerFedAvg
+from algorithms.methods.regularized.apfl import APFL
+from algorithms.engine.base import broadcast, sq_distance
+from algorithms.methods.regularized.ditto import Ditto
+from algorithms.engine.evaluation import evaluate
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.clustered.ifca import IFCA
+from algorithms.methods.regularized.l2sgd import L2SGD
+from algorithms.engine.models import build_model
+from algorithms.methods.regularized.perfedavg import PerFedAvg
 from verification.experiments.cgpfl import planted_federation
 
 COMMON = dict(local_rounds=3, batch_size=10)

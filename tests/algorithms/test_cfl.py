@@ -1,4 +1,4 @@
-"""CFL (algorithms/cfl.py): a CFL that never splits is FedAvg bit for bit; the bipartition is
+"""CFL (algorithms/methods/clustered/cfl.py): a CFL that never splits is FedAvg bit for bit; the bipartition is
 the optimum of CFL's Algorithm 1 (checked against brute force over every bipartition); an
 independent per-client loop written from Algorithm 2 of Sattler et al., IEEE TNNLS 2020
 (norm criteria, brute-force bipartition, weighted cluster means) gives the same clusters,
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.base import sample_clients
-from algorithms.cfl import CFL, cosine_similarity_matrix, optimal_bipartition
-from algorithms.fedavg import FedAvg
-from algorithms.models import MLR
+from algorithms.engine.base import sample_clients
+from algorithms.methods.clustered.cfl import CFL, cosine_similarity_matrix, optimal_bipartition
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import MLR
 from synthetic.federation import Federation
 
 SEED = 2
@@ -175,7 +175,7 @@ def test_splitting_runs_equal_client_by_client_and_under_flower(fed, model):
     pytest.importorskip("flwr")
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
-    from algorithms.runner import run
+    from algorithms.engine.runner import run
 
     engine = run(alg, fed, model, rounds=3, seed=SEED, progress=False).state
     flower = simulate(Settings.of(alg, num_clients=fed.num_clients, seed=SEED, model="mlr"),

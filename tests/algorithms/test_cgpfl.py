@@ -1,4 +1,4 @@
-"""CGPFL / CGPFL-Heur (algorithms/cgpfl.py): reductions, identities, recorded diagnostics.
+"""CGPFL / CGPFL-Heur (algorithms/methods/clustered/cgpfl.py): reductions, identities, recorded diagnostics.
 
 Golden values come from independent code: the engine's pFedMe, a per-client scalar loop
 (verification.experiments.cgpfl.reference_local_round), numpy cluster means, the paper's
@@ -10,11 +10,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import algorithms.cgpfl as cg
-from algorithms.base import flatten
-from algorithms.cgpfl import CGPFL, CGPFLHeur
-from algorithms.models import build_model
-from algorithms.pfedme import PFedMe
+import algorithms.methods.clustered.cgpfl as cg
+from algorithms.engine.base import flatten
+from algorithms.methods.clustered.cgpfl import CGPFL, CGPFLHeur
+from algorithms.engine.models import build_model
+from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory import cgpfl_matrices as mats
 from verification.experiments.cgpfl import (global_update_rhs, planted_federation,
                                             reference_local_round)
@@ -210,8 +210,8 @@ def test_matrix_builders_match_paper_matrices(old, new):
 def test_lazy_batches_give_the_same_rounds_bit_for_bit(monkeypatch, cls):
     # every client trains, so the engine gathers one local round at a time (LazyRows);
     # the eager gather of all R rounds at once is the reference: difference 0
-    from algorithms.contract import LazyRows
-    from algorithms.models import MLR
+    from algorithms.engine.contract import LazyRows
+    from algorithms.engine.models import MLR
     from synthetic import fedprox
 
     fed = fedprox.federation(0.5, 0.5, num_clients=8, dim=6, num_classes=3, seed=0,

@@ -1,13 +1,13 @@
-"""algorithms.cgpfl_validation: hold-out split, the paired standard error, the choice rules and
+"""algorithms.methods.clustered.cgpfl_validation: hold-out split, the paired standard error, the choice rules and
 a tiny run of the validation selector."""
 
 import numpy as np
 import pytest
 import torch
 
-from algorithms.cgpfl_validation import (RULES, _paired_se, choose, first_folds, holdout_split,
+from algorithms.methods.clustered.cgpfl_validation import (RULES, _paired_se, choose, first_folds, holdout_split,
                                          smooth, validation_select_k)
-from algorithms.models import build_model
+from algorithms.engine.models import build_model
 from verification.experiments.cgpfl import planted_federation
 
 HP = dict(lam=12.0, personal_lr=0.05, inner_steps=2, lr=0.02, local_scale=12.0, alpha=1.0,
@@ -102,7 +102,7 @@ def test_validation_select_k_runs_and_is_deterministic(planted):
 
 def _direct_ce_sums(params, split) -> np.ndarray:
     """Summed cross-entropy per client of MLR models ``params`` on ``split``, in numpy
-    (logits x W_i + b_i, log-sum-exp), independent of algorithms.evaluation."""
+    (logits x W_i + b_i, log-sum-exp), independent of algorithms.engine.evaluation."""
     w = params["fc.weight"].detach().cpu().double().numpy()
     b = params["fc.bias"].detach().cpu().double().numpy()
     x = split.x.detach().cpu().double().numpy().reshape(split.x.shape[0], -1)
@@ -119,7 +119,7 @@ def _direct_ce_sums(params, split) -> np.ndarray:
 def test_loss_record_matches_a_direct_cross_entropy(planted, monkeypatch):
     # every (fold, K) evaluation is captured and its summed held-out cross-entropy recomputed
     # directly; float64 data, sums of ≤ 10 terms of order 1: agreement to 1e-10
-    import algorithms.cgpfl_validation as cv
+    import algorithms.methods.clustered.cgpfl_validation as cv
 
     fed, model = planted
     seen = []
@@ -163,7 +163,7 @@ def test_choose_on_the_negated_loss_is_the_argmin_and_a_mutation_is_caught():
     assert choose(-loss, se, "max") == 3
     assert choose(-loss, se, "1se_small") == 3 and choose(-loss, se, "1se_large") == 4
     assert choose(loss, se, "max") == 1 != choose(-loss, se, "max")   # the mutation differs
-    from algorithms.cgpfl_validation import ValidationResult
+    from algorithms.methods.clustered.cgpfl_validation import ValidationResult
     r = ValidationResult(np.zeros(5), np.zeros(5), {r: 1 for r in RULES}, loss_curve=loss,
                          loss_se=se, k_hat_loss={r: choose(-loss, se, r) for r in RULES})
     assert r.pick("loss") == 3

@@ -1,12 +1,12 @@
-"""Checkpoints: records under digests, forms checked, layouts checked (algorithms/checkpoint.py)."""
+"""Checkpoints: records under digests, forms checked, layouts checked (algorithms/engine/checkpoint.py)."""
 
 import pytest
 import torch
 
-from algorithms.base import State
-from algorithms.checkpoint import (CheckpointError, _digest, check_layout, layout,
+from algorithms.engine.base import State
+from algorithms.engine.checkpoint import (CheckpointError, _digest, check_layout, layout,
                                    load_checkpoint, read_payload, save_checkpoint)
-from algorithms.fedavg import FedAvg
+from algorithms.methods.averaging.fedavg import FedAvg
 
 STATE = State(3, 7, {"global": {"w": torch.zeros(1, 2, 2)}, "local": {"w": torch.ones(4, 2, 2)}},
               {"assignment": torch.zeros(4, dtype=torch.long)})

@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 import torch
 
-from algorithms.base import State, hyperparameters, registry
-from algorithms.evaluation import evaluate, model_for
-from algorithms.models import DNN
+from algorithms.engine.base import State, hyperparameters, registry
+from algorithms.engine.evaluation import evaluate, model_for
+from algorithms.engine.models import DNN
 # small common settings, the planted problem and ``build``: those of the contract battery
 # that users run on their own algorithms (algorithms/testing.py)
 from algorithms.testing import SMALL, build, planted_federation
@@ -79,7 +79,7 @@ def test_hyperparameters_are_documented_and_frozen(name):
         setattr(alg, hyperparameters(cls)[0].name, 1)
 
 
-# ---- the client/server split (algorithms/contract.py) ---------------------------------
+# ---- the client/server split (algorithms/engine/contract.py) ---------------------------------
 
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_client_by_client_equals_batched_engine(name, fed, model):
@@ -100,7 +100,7 @@ def test_client_by_client_equals_batched_engine(name, fed, model):
 
 def test_per_client_loop_sees_a_changed_client(fed, model, monkeypatch):
     """The comparison above can fail: client 0's upload perturbed in the per-client loop."""
-    from algorithms.fedavg import FedAvg
+    from algorithms.methods.averaging.fedavg import FedAvg
     from algorithms.reference_loop import client_by_client_round
 
     alg = build(FedAvg)
@@ -120,7 +120,7 @@ def test_per_client_loop_sees_a_changed_client(fed, model, monkeypatch):
 
 
 def test_phase_only_drops_clients_payload_rows_and_uploaders():
-    from algorithms.contract import Phase
+    from algorithms.engine.contract import Phase
 
     phase = Phase("train", torch.tensor([1, 3, 4]), payload={"w": torch.tensor([[1.], [3.], [4.]]),
                                                             "p": {"a": torch.tensor([10, 30, 40])}},
@@ -182,7 +182,7 @@ def test_the_algorithms_whose_clients_all_train_gather_lazily():
 
 def _lazy_and_eager(name, fed, model, monkeypatch, rounds=3):
     """(index sizes of every lazy gather, lazy state, eager state) after ``rounds`` rounds."""
-    from algorithms.contract import LazyRows
+    from algorithms.engine.contract import LazyRows
 
     cls = registry()[name]
     alg = dataclasses.replace(build(cls), **LAZY_SETTINGS.get(name, {}))
@@ -217,7 +217,7 @@ def test_lazy_batches_give_the_same_rounds_bit_for_bit_one_step_at_a_time(
 
 def test_the_gather_bound_sees_a_whole_local_round_materialised(fed, model, monkeypatch):
     # the mutation the bound above catches: LazyRows gathering every step before picking one
-    from algorithms.contract import LazyRows
+    from algorithms.engine.contract import LazyRows
 
     getitem = LazyRows.__getitem__
     def eager_first(self, key):
@@ -234,8 +234,8 @@ def test_the_gather_bound_sees_a_whole_local_round_materialised(fed, model, monk
 def _everyones_train_phase(state, fed, steps, batch_size, clients_per_round, *, name="train",
                            payload=None):
     """``train_phase`` as it was: every client's mini-batches kept ``[steps, N, B]``."""
-    from algorithms.base import sample_clients
-    from algorithms.contract import Phase
+    from algorithms.engine.base import sample_clients
+    from algorithms.engine.contract import Phase
 
     gen = state.generator()
     batches = fed.sample_batches(steps, batch_size, gen)
@@ -247,8 +247,8 @@ def _unrewound_train_phase(state, fed, steps, batch_size, clients_per_round, *, 
                            payload=None):
     """A mutation: the sampled clients' mini-batches drawn after the clients (another
     stream, of the clients' size only)."""
-    from algorithms.base import sample_clients
-    from algorithms.contract import Phase
+    from algorithms.engine.base import sample_clients
+    from algorithms.engine.contract import Phase
 
     gen = state.generator()
     chosen = sample_clients(fed.num_clients, clients_per_round, gen)
@@ -260,7 +260,7 @@ def _with_train_phase(monkeypatch, replacement):
     """Every algorithm module's ``train_phase`` replaced; the names of those modules."""
     import sys
 
-    from algorithms import contract
+    from algorithms.engine import contract
 
     patched = []
     for mod_name, mod in list(sys.modules.items()):
@@ -292,7 +292,7 @@ TRAIN_PHASE_USERS = ["apfl", "cfl", "ditto", "fedala", "fedamp", "fedavg", "feda
 
 def test_the_train_phase_users_are_listed(fed, model, monkeypatch):
     """Which algorithms draw through ``train_phase`` (so that the list below stays whole)."""
-    from algorithms import contract
+    from algorithms.engine import contract
 
     calls = []
 
@@ -335,7 +335,7 @@ def test_sampled_clients_batches_comparison_sees_another_stream(fed, model, monk
 
 
 def test_train_phase_keeps_the_sampled_columns_and_the_full_draw_at_full_participation(fed):
-    from algorithms.contract import train_phase
+    from algorithms.engine.contract import train_phase
 
     state = State(4, 7, {})
     part = train_phase(state, fed, 3, 5, 4)
@@ -350,7 +350,7 @@ def test_train_phase_keeps_the_sampled_columns_and_the_full_draw_at_full_partici
 
 
 def test_participant_batches_and_phase_only_with_the_participants_columns():
-    from algorithms.contract import Phase, participant_batches
+    from algorithms.engine.contract import Phase, participant_batches
 
     everyone = torch.arange(2 * 6 * 3).view(2, 6, 3)
     clients = torch.tensor([1, 3, 4])
@@ -367,8 +367,8 @@ def test_participant_batches_and_phase_only_with_the_participants_columns():
 
 def _everyones_perfedavg_phase(self, state, fed, model):
     """Per-FedAvg's first phase as it was: every client's three draws kept."""
-    from algorithms.base import sample_clients
-    from algorithms.contract import Phase
+    from algorithms.engine.base import sample_clients
+    from algorithms.engine.contract import Phase
 
     gen = state.generator()
     outer = fed.sample_batches(self.local_rounds, self.batch_size, gen)
@@ -382,7 +382,7 @@ def _everyones_perfedavg_phase(self, state, fed, model):
 def test_perfedavg_keeps_the_sampled_columns_bit_for_bit(variant, fed, model, monkeypatch):
     """Per-FedAvg keeps the sampled clients' columns of its three draws: every round as
     with everyone's kept; the comparison fails when the inner and Hessian draws swap."""
-    from algorithms.perfedavg import PerFedAvg
+    from algorithms.methods.regularized.perfedavg import PerFedAvg
 
     alg = dataclasses.replace(build(PerFedAvg), variant=variant)
     phase = alg.first_phase(alg.init(fed, model, seed=5), fed, model)

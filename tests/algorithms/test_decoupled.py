@@ -1,17 +1,18 @@
-"""FedRep, FedPer, LG-FedAvg (algorithms/decoupled.py), FedBABU and FedAvg+FT
-(algorithms/finetuned.py): learning, determinism, shared/personal invariants, an independent
+"""FedRep, FedPer, LG-FedAvg (algorithms/engine/heads.py), FedBABU and FedAvg+FT
+(algorithms/methods/averaging/finetuned.py): learning, determinism, shared/personal invariants, an independent
 per-client reference loop, FedBABU's frozen head, FedAvg+FT's FedAvg trajectory, accounting."""
 
 import pytest
 import torch
 
-from algorithms.base import State, get_algorithm, round_generator, sample_clients
-from algorithms.decoupled import FedPer, FedRep, LGFedAvg, split_keys
-from algorithms.evaluation import evaluate
-from algorithms.fedavg import FedAvg
-from algorithms.finetuned import FedAvgFT, FedBABU
-from algorithms.models import DNN, MLR
-from algorithms.runner import run
+from algorithms.engine.base import State, get_algorithm, round_generator, sample_clients
+from algorithms.engine.heads import split_keys
+from algorithms.methods.decoupled.fedrep import FedPer, FedRep, LGFedAvg
+from algorithms.engine.evaluation import evaluate
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.averaging.finetuned import FedAvgFT, FedBABU
+from algorithms.engine.models import DNN, MLR
+from algorithms.engine.runner import run
 
 NAMES = ["fedrep", "fedper", "lgfedavg", "fedbabu", "fedavg-ft"]
 HIDDEN = 8

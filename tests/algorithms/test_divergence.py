@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from algorithms import runner
-from algorithms.runner import EXPLOSION_FACTOR, DivergenceError, divergence
+from algorithms.engine import runner
+from algorithms.engine.runner import EXPLOSION_FACTOR, DivergenceError, divergence
 from pfl_theory.validation import NonFiniteValueError
 from pflt.cli import main
 
@@ -48,7 +48,7 @@ def test_cgpfl_former_default_step_is_caught(tmp_path, capsys):
 def test_internal_nan_guard_reports_through_the_same_path(tmp_path, capsys, monkeypatch):
     """A k-means / prox guard (NonFiniteValueError inside a round) is a divergence, exit 1
     naming the round — not a user error (exit 2)."""
-    from algorithms.cgpfl import CGPFL
+    from algorithms.methods.clustered.cgpfl import CGPFL
 
     def bad_kmeans(self, uploads, k, seed):
         raise NonFiniteValueError("points contain NaN or inf")

@@ -5,10 +5,10 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-import algorithms.evaluation as evaluation
-from algorithms.evaluation import (blocked_layout, evaluate, evaluate_models, summarize,
+import algorithms.engine.evaluation as evaluation
+from algorithms.engine.evaluation import (blocked_layout, evaluate, evaluate_models, summarize,
                                    tail_size)
-from algorithms.models import DNN, MLP, MLR
+from algorithms.engine.models import DNN, MLP, MLR
 from synthetic.federation import Federation
 
 
@@ -197,7 +197,7 @@ def test_cuda_pfedme_round_syncs_do_not_grow_with_steps():
     # the same for R = 1 and R = 8 local rounds (K = 5 steps each)
     import warnings
 
-    from algorithms.pfedme import PFedMe
+    from algorithms.methods.regularized.pfedme import PFedMe
 
     fed = _federation().to("cuda", torch.float32)
     model = MLR(5, 4)

@@ -5,9 +5,9 @@ of an uninterrupted run."""
 import pytest
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.checkpoint import load_checkpoint, save_checkpoint
-from algorithms.models import DNN
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.checkpoint import load_checkpoint, save_checkpoint
+from algorithms.engine.models import DNN
 
 NAMES = ["pfedfda", "fedproto", "fedpac", "knnper", "fedamp", "fedfomo"]
 SMALL = {"local_rounds": 3, "batch_size": 5, "clients_per_round": 3, "lr": 0.1}

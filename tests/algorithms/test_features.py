@@ -1,13 +1,13 @@
-"""algorithms/features.py: body features against each model's forward, the batched class
+"""algorithms/engine/features.py: body features against each model's forward, the batched class
 statistics against per-client loops, the all-rows batch against each client's rows."""
 
 import pytest
 import torch
 
-from algorithms.features import (all_rows_index, class_counts, class_means, class_sums,
+from algorithms.engine.features import (all_rows_index, class_counts, class_means, class_sums,
                                  feature_dim, features, head_keys, linear_logits, valid_rows,
                                  within_class_cov)
-from algorithms.models import CNN, MLP, MLR
+from algorithms.engine.models import CNN, MLP, MLR
 
 
 @pytest.mark.parametrize("model", [MLR(16, 3), MLP(16, 3, hidden=(5, 4)),

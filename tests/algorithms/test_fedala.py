@@ -1,4 +1,4 @@
-"""FedALA (algorithms/fedala.py): with no ALA step it is FedAvg bit for bit; an independent
+"""FedALA (algorithms/methods/decoupled/fedala.py): with no ALA step it is FedAvg bit for bit; an independent
 per-client loop written from Zhang et al., AAAI 2023 (eq. 4: Θ̂ = Θ_i + (Θ − Θ_i) ⊙ W on the
 higher layers; eq. 5: W's gradient by autograd with respect to W itself, clipped to [0, 1];
 a client's first ALA with more steps) gives the same models and weights; dropping the
@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from algorithms.base import sample_clients
-from algorithms.fedala import FedALA, ala_mix
-from algorithms.fedavg import FedAvg
-from algorithms.models import DNN
+from algorithms.engine.base import sample_clients
+from algorithms.methods.decoupled.fedala import FedALA, ala_mix
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import DNN
 from synthetic.federation import Federation
 
 SEED = 8

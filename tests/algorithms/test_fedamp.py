@@ -1,4 +1,4 @@
-"""FedAMP (algorithms/fedamp.py): a per-client oracle written from the paper (plain loops
+"""FedAMP (algorithms/methods/clustered/fedamp.py): a per-client oracle written from the paper (plain loops
 over clients and pairs, float64, the engine's mini-batch indices) for both attention
 rules, the mutation it catches, the reduction HeurFedAMP ξ_ii = 1, λ = 0 = local training
 bit for bit, and the refused α/σ."""
@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import algorithms.fedamp as fedamp
-from algorithms.fedamp import FedAMP
-from algorithms.models import DNN
-from algorithms.steps import local_sgd
+import algorithms.methods.clustered.fedamp as fedamp
+from algorithms.methods.clustered.fedamp import FedAMP
+from algorithms.engine.models import DNN
+from algorithms.engine.steps import local_sgd
 
 C = 4
 # float64: sums over 6 clients and a few hundred parameters in another order

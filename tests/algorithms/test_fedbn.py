@@ -1,4 +1,4 @@
-"""FedBN (algorithms/fedbn.py): on a model without normalisation layers it is FedAvg bit for
+"""FedBN (algorithms/methods/decoupled/fedbn.py): on a model without normalisation layers it is FedAvg bit for
 bit; on BatchNormMLP an independent per-client loop from Algorithm 1 of Li et al., ICLR 2021
 (torch's F.batch_norm, autograd, uniform mean of the non-BN layers) gives the same shared
 layers and the same per-client BN entries; averaging the BN layers too (FedAvg) is caught;
@@ -12,11 +12,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from algorithms.base import sample_clients
-from algorithms.fedavg import FedAvg
-from algorithms.fedbn import FedBN
-from algorithms.models import DNN
-from algorithms.models_norm import BatchNormMLP
+from algorithms.engine.base import sample_clients
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.decoupled.fedbn import FedBN
+from algorithms.engine.models import DNN
+from algorithms.engine.models_norm import BatchNormMLP
 from synthetic.federation import Federation
 
 SEED = 4
@@ -117,7 +117,7 @@ def test_averaging_the_batchnorm_layers_is_caught(fed):
 def test_fedbn_beats_fedavg_with_averaged_batchnorm_on_feature_shift(fed):
     """The paper's claim in the small: with each client's features scaled and shifted,
     local BN statistics help (FedAvg averages them)."""
-    from algorithms.evaluation import evaluate
+    from algorithms.engine.evaluation import evaluate
 
     model = BatchNormMLP(4, 3, hidden=(16,))
     accs = {}
@@ -155,8 +155,8 @@ def test_flower_equals_engine_with_batchnorm(fed):
     pytest.importorskip("flwr")
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
-    from algorithms.models import build_model
-    from algorithms.runner import run
+    from algorithms.engine.models import build_model
+    from algorithms.engine.runner import run
 
     for alg in (FedBN(**KW), FedAvg(**KW)):
         model = build_model("mlp-bn", fed, hidden=6)

@@ -1,4 +1,4 @@
-"""FedEM (algorithms/fedem.py): one component is FedAvg bit for bit; an independent
+"""FedEM (algorithms/methods/clustered/fedem.py): one component is FedAvg bit for bit; an independent
 per-client loop written from Algorithm 1 of Marfoq et al., NeurIPS 2021 (E-step eq. 5 and
 π update eq. 6 on every local sample, q-weighted SGD per component with the E-step's q
 looked up by sample index, weighted server mean) gives the same components and weights;
@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from algorithms.base import sample_clients
-from algorithms.contract import participant_split
-from algorithms.evaluation import evaluate, model_for
-from algorithms.fedavg import FedAvg
-from algorithms.fedem import FedEM, Mixture
-from algorithms.models import DNN
+from algorithms.engine.base import sample_clients
+from algorithms.engine.contract import participant_split
+from algorithms.engine.evaluation import evaluate, model_for
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.clustered.fedem import FedEM, Mixture
+from algorithms.engine.models import DNN
 from synthetic.federation import Federation
 
 SEED = 11

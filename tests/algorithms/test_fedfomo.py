@@ -1,4 +1,4 @@
-"""FedFomo (algorithms/fedfomo.py): a per-client oracle written from the paper (plain loops
+"""FedFomo (algorithms/methods/clustered/fedfomo.py): a per-client oracle written from the paper (plain loops
 over clients and candidate models, float64, the engine's mini-batch indices), the mutation
 it catches, the first-round reduction to local SGD (bit for bit), the train/validation
 split and its mini-batches."""
@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import algorithms.fedfomo as fedfomo
-from algorithms.fedfomo import FedFomo, first_order_weights, split_sizes
-from algorithms.models import DNN
-from algorithms.steps import local_sgd
+import algorithms.methods.clustered.fedfomo as fedfomo
+from algorithms.methods.clustered.fedfomo import FedFomo, first_order_weights, split_sizes
+from algorithms.engine.models import DNN
+from algorithms.engine.steps import local_sgd
 
 C = 4
 # float64: sums over 6 clients and a few hundred parameters in another order

@@ -1,4 +1,4 @@
-"""FedPAC (algorithms/fedpac.py): the batched simplex QP against exact active-set
+"""FedPAC (algorithms/methods/prototypes/fedpac.py): the batched simplex QP against exact active-set
 enumeration, a per-client oracle written from the paper (plain loops, float64, the engine's
 mini-batch indices, the QPs solved exactly), the mutation it catches, and the reduction
 λ = 0 with one client per round = FedRep, bit for bit."""
@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import algorithms.fedpac as fedpac
-from algorithms.decoupled import FedRep
-from algorithms.fedpac import FedPAC, project_simplex, simplex_qp
-from algorithms.models import DNN
+import algorithms.methods.prototypes.fedpac as fedpac
+from algorithms.methods.decoupled.fedrep import FedRep
+from algorithms.methods.prototypes.fedpac import FedPAC, project_simplex, simplex_qp
+from algorithms.engine.models import DNN
 
 C = 4
 # the engine's QP stops at a float64 fixed point of FISTA; against the exact KKT solution

@@ -1,4 +1,4 @@
-"""FedProto (algorithms/fedproto.py): a per-client oracle written from the paper (plain
+"""FedProto (algorithms/methods/prototypes/fedproto.py): a per-client oracle written from the paper (plain
 loops, float64, the engine's mini-batch indices), the mutation it catches, and the
 reductions λ = 0 / MLR = local training of the participants, bit for bit."""
 
@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import algorithms.fedproto as fedproto
-from algorithms.fedproto import FedProto
-from algorithms.models import DNN, MLR
-from algorithms.steps import local_sgd
+import algorithms.methods.prototypes.fedproto as fedproto
+from algorithms.methods.prototypes.fedproto import FedProto
+from algorithms.engine.models import DNN, MLR
+from algorithms.engine.steps import local_sgd
 
 C = 4
 # float64, a few hundred ops in another order (batched vs one client): rounding only

@@ -1,4 +1,4 @@
-"""FedProx (algorithms/fedprox.py): μ = 0 is FedAvg bit for bit; an independent per-client
+"""FedProx (algorithms/methods/averaging/fedprox.py): μ = 0 is FedAvg bit for bit; an independent per-client
 loop written from the paper (Li et al., MLSys 2020, eq. 2 and Algorithm 2) gives the same
 parameters; a wrong-sign proximal term is caught by that comparison; μ pulls the local
 models towards w^t."""
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.base import sample_clients
-from algorithms.fedavg import FedAvg
-from algorithms.fedprox import FedProx, proximal_sgd
-from algorithms.models import DNN
+from algorithms.engine.base import sample_clients
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.averaging.fedprox import FedProx, proximal_sgd
+from algorithms.engine.models import DNN
 from synthetic.federation import Federation
 
 SEED = 3

@@ -1,4 +1,4 @@
-"""FedRoD (algorithms/fedrod.py): with balanced labels its generic model is FedAvg bit for
+"""FedRoD (algorithms/methods/decoupled/fedrod.py): with balanced labels its generic model is FedAvg bit for
 bit (Balanced Softmax = cross-entropy under a uniform prior); an independent per-client loop
 written from Chen & Chao, ICLR 2022 (eqs. 6–7, Algorithm 1: BSM with log π from the client's
 labels, personalized head on z_G + z_P with φ, ψ_G fixed) gives the same models; the
@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from algorithms.base import sample_clients
-from algorithms.fedavg import FedAvg
-from algorithms.fedrod import FedRoD, class_counts, log_prior_shift
-from algorithms.models import DNN
+from algorithms.engine.base import sample_clients
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.decoupled.fedrod import FedRoD, class_counts, log_prior_shift
+from algorithms.engine.models import DNN
 from synthetic.federation import Federation, Split
 
 SEED = 6

@@ -1,4 +1,4 @@
-"""algorithms/functional.py — any single-client nn.Module batched over clients with torch.func:
+"""algorithms/engine/functional.py — any single-client nn.Module batched over clients with torch.func:
 forward, gradients and whole rounds equal a plain per-client loop over the module itself."""
 
 import copy
@@ -9,10 +9,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from algorithms import reference_loop
-from algorithms.base import get_algorithm
-from algorithms.functional import FunctionalModel, as_model
-from algorithms.models import MLR, Model
-from algorithms.runner import run
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.functional import FunctionalModel, as_model
+from algorithms.engine.models import MLR, Model
+from algorithms.engine.runner import run
 from synthetic.sources import DataSpec, build_federation
 
 F64 = torch.float64

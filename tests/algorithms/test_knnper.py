@@ -1,15 +1,15 @@
-"""kNN-Per (algorithms/knnper.py): the reduction λ = 0 = FedAvg (training bit for bit,
+"""kNN-Per (algorithms/methods/averaging/knnper.py): the reduction λ = 0 = FedAvg (training bit for bit,
 evaluation equal), a per-client, per-sample oracle of the personalized predictor written
 from the paper (plain loops, float64), the mutation it catches, the datastore rows."""
 
 import pytest
 import torch
 
-import algorithms.knnper as knnper
-from algorithms.evaluation import evaluate
-from algorithms.fedavg import FedAvg
-from algorithms.knnper import KNNPer, datastore_rows
-from algorithms.models import DNN, MLR
+import algorithms.methods.averaging.knnper as knnper
+from algorithms.engine.evaluation import evaluate
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.averaging.knnper import KNNPer, datastore_rows
+from algorithms.engine.models import DNN, MLR
 
 C = 4
 KW = {"lr": 0.1, "local_rounds": 3, "batch_size": 5, "clients_per_round": 3}
@@ -125,7 +125,7 @@ def test_datastore_rows_keep_everything_or_evenly_spaced_rows(fed):
 
 
 def test_datastore_holds_the_global_models_features(fed, model):
-    from algorithms.features import features
+    from algorithms.engine.features import features
     alg = KNNPer(**KW)
     state = _run(alg, fed, model, 1)
     w = state.models["global"]

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from algorithms.models import CNN, DNN, MLR, QuadraticMean, build_model
+from algorithms.engine.models import CNN, DNN, MLR, QuadraticMean, build_model
 
 torch.manual_seed(0)
 

@@ -1,4 +1,4 @@
-"""BatchNormMLP (algorithms/models_norm.py) against torch's own BatchNorm, one client at a
+"""BatchNormMLP (algorithms/engine/models_norm.py) against torch's own BatchNorm, one client at a
 time: training-mode logits, gradients and moved running statistics; evaluation with the
 running statistics; every client its own statistics; local_sgd moves the buffers."""
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from algorithms.models_norm import BatchNormMLP, buffered_sgd
-from algorithms.steps import local_sgd
+from algorithms.engine.models_norm import BatchNormMLP, buffered_sgd
+from algorithms.engine.steps import local_sgd
 
 
 def _torch_client(params, i, x, train):

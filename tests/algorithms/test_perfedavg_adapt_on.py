@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from algorithms.base import broadcast
-from algorithms.models import build_model
-from algorithms.perfedavg import PerFedAvg
+from algorithms.engine.base import broadcast
+from algorithms.engine.models import build_model
+from algorithms.methods.regularized.perfedavg import PerFedAvg
 from verification.experiments.cgpfl import planted_federation
 
 KW = dict(lr=0.1, inner_lr=0.05, variant="fo", clients_per_round=4, local_rounds=2,

@@ -1,4 +1,4 @@
-"""pFedFDA (algorithms/pfedfda.py): an independent per-client oracle written from the paper
+"""pFedFDA (algorithms/methods/prototypes/pfedfda.py): an independent per-client oracle written from the paper
 (plain loops over clients, classes, folds and β values, float64, the engine's mini-batch
 indices), the mutation it catches, the body update's reduction to FedAvg with a frozen
 generative head, and the generative head against Gaussian log-densities."""
@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import algorithms.pfedfda as pfedfda
-from algorithms.base import broadcast, weighted_mean
-from algorithms.decoupled import partial_sgd
-from algorithms.features import body_keys
-from algorithms.models import DNN
-from algorithms.pfedfda import PFedFDA, gaussian_head, log_priors
+import algorithms.methods.prototypes.pfedfda as pfedfda
+from algorithms.engine.base import broadcast, weighted_mean
+from algorithms.engine.heads import partial_sgd
+from algorithms.engine.features import body_keys
+from algorithms.engine.models import DNN
+from algorithms.methods.prototypes.pfedfda import PFedFDA, gaussian_head, log_priors
 
 C, HIDDEN = 4, 5
 # float64 sums of a few hundred terms in another order (batched vs per-client kernels,
@@ -261,7 +261,7 @@ def test_one_grid_point_keeps_the_global_distribution(fed, model):
 
 def test_mlr_is_federated_lda_without_sgd(fed):
     """With MLR the body is empty (z = x): rounds only re-estimate the statistics."""
-    from algorithms.models import MLR
+    from algorithms.engine.models import MLR
     mlr = MLR(6, C)
     alg = _alg()
     s = alg.round(alg.init(fed, mlr, seed=0), fed, mlr)
@@ -270,7 +270,7 @@ def test_mlr_is_federated_lda_without_sgd(fed):
 
 
 def test_rejects_a_model_without_known_features(fed):
-    from algorithms.functional import FunctionalModel
+    from algorithms.engine.functional import FunctionalModel
     net = FunctionalModel(torch.nn.Sequential(torch.nn.Linear(6, 4)))
     with pytest.raises(ValueError, match="linear last layer"):
         _alg().init(fed, net, seed=0)

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from algorithms import reference_loop
-from algorithms.fedavg import FedAvg
-from algorithms.models import DNN, MLR, QuadraticMean
-from algorithms.pfedme import PFedMe
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import DNN, MLR, QuadraticMean
+from algorithms.methods.regularized.pfedme import PFedMe
 from synthetic import fedprox
 from synthetic.federation import Federation
 
@@ -149,9 +149,9 @@ def test_more_sampled_than_clients_is_an_error(small_fed):
 
 def test_client_tiles_give_the_same_round(monkeypatch):
     # local training runs in tiles of CLIENT_TILE clients; tiling must not change a number
-    import algorithms.pfedme as pfedme_module
-    from algorithms.models import MLR
-    from algorithms.pfedme import PFedMe
+    import algorithms.methods.regularized.pfedme as pfedme_module
+    from algorithms.engine.models import MLR
+    from algorithms.methods.regularized.pfedme import PFedMe
     from synthetic import fedprox
 
     fed = fedprox.federation(0.5, 0.5, num_clients=7, dim=6, num_classes=3, seed=0,
@@ -178,7 +178,7 @@ def test_trained_models_are_contiguous():
 def test_two_torch_threads_give_the_one_thread_round_bit_for_bit(monkeypatch):
     # with 2 torch threads the tiles run on 2 Python threads (steps.map_tiles), each tile
     # exactly as with one thread: the same numbers, and the caller's thread count restored
-    import algorithms.pfedme as pfedme_module
+    import algorithms.methods.regularized.pfedme as pfedme_module
 
     fed, model = _tiny_fed(), MLR(6, 3)
     alg = PFedMe(local_rounds=3, batch_size=4, clients_per_round=3)
@@ -207,8 +207,8 @@ def _tiny_fed():
 
 def _gathers(monkeypatch, local_rounds):
     """Element counts of every batch gather the engine makes in one pFedMe round."""
-    import algorithms.pfedme as pfedme_module
-    from algorithms.contract import LazyRows
+    import algorithms.methods.regularized.pfedme as pfedme_module
+    from algorithms.engine.contract import LazyRows
 
     sizes = []
     take = LazyRows.take
@@ -252,7 +252,7 @@ def test_lazy_batches_give_the_same_round_bit_for_bit(monkeypatch):
 
 
 def test_lazy_rows_index_like_the_gathered_tensor():
-    from algorithms.contract import LazyRows, lazy_gather
+    from algorithms.engine.contract import LazyRows, lazy_gather
 
     fed = _tiny_fed()
     index = fed.sample_batches(3, 4, torch.Generator().manual_seed(1))
@@ -281,7 +281,7 @@ def _rounds(alg, fed, model, rounds=3):
 def test_sampled_training_keeps_the_global_model_and_the_sampled_rows_bit_for_bit():
     """The global model of every round is that of ``train_clients="all"``; a round's sampled
     clients get the rows ``"all"`` gives them, every other client keeps its rows."""
-    from algorithms.base import round_generator, sample_clients
+    from algorithms.engine.base import round_generator, sample_clients
 
     fed, model = _tiny_fed(), MLR(6, 3)
     full = _rounds(PFedMe(local_rounds=3, batch_size=4, clients_per_round=3), fed, model)

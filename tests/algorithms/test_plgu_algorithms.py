@@ -1,7 +1,7 @@
-"""Tests of algorithms/plgu_lf.py, plgu_grep.py, pfedhn.py (docs/formulas.md §D.3–D.7, §E.D5–D6).
+"""Tests of algorithms/methods/sam/plgu_lf.py, plgu_grep.py, pfedhn.py (docs/formulas.md §D.3–D.7, §E.D5–D6).
 
 References are independent: per-client scalar loops with their own autograd calls and
-hand-written SAM/LWSAM perturbations (not algorithms.sam), FedAvg/FedRep from their own
+hand-written SAM/LWSAM perturbations (not algorithms.methods.sam.sam), FedAvg/FedRep from their own
 modules, closed forms for a linear hypernetwork, finite differences for the HN products."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.base import round_generator, sample_clients
-from algorithms.decoupled import FedRep, fedrep_update, partial_sgd
-from algorithms.fedavg import FedAvg
-from algorithms.models import DNN
-from algorithms.pfedhn import PFedHN, PLGUGHN, hn_forward, hn_vjp, init_hypernetwork
-from algorithms.plgu_grep import PLGUGRep
-from algorithms.plgu_lf import PLGULF, FedSAM
-from algorithms.runner import run
+from algorithms.engine.base import round_generator, sample_clients
+from algorithms.engine.heads import fedrep_update, partial_sgd
+from algorithms.methods.decoupled.fedrep import FedRep
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import DNN
+from algorithms.methods.sam.pfedhn import PFedHN, PLGUGHN, hn_forward, hn_vjp, init_hypernetwork
+from algorithms.methods.sam.plgu_grep import PLGUGRep
+from algorithms.methods.sam.plgu_lf import PLGULF, FedSAM
+from algorithms.engine.runner import run
 from synthetic.federation import Federation
 
 F64 = torch.float64

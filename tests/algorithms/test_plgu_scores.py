@@ -1,4 +1,4 @@
-"""Tests of algorithms/plgu_scores.py — PLGU scores ξ (eqs. 6, 10) and top-D selection (§E.D4)."""
+"""Tests of algorithms/methods/sam/plgu_scores.py — PLGU scores ξ (eqs. 6, 10) and top-D selection (§E.D4)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from algorithms.plgu_scores import personalization_scores, top_layers
+from algorithms.methods.sam.plgu_scores import personalization_scores, top_layers
 
 F64 = torch.float64
 LAYERS = [["fc1.weight", "fc1.bias"], ["fc2.weight", "fc2.bias"], ["head"]]

@@ -1,4 +1,4 @@
-"""PPFE for neural networks (algorithms/ppfe.py, ppfe_reduction.py, ppfe_ensemble.py):
+"""PPFE for neural networks (algorithms/methods/ppfe/ppfe.py, ppfe_reduction.py, ppfe_ensemble.py):
 stage schedule, Remark 3 (one stage + fixed head = FedRep), progressive heads, reductions,
 reweighting (eq. 7), weighted sampling, ensemble (eq. 8), communication, ablation flags."""
 
@@ -10,14 +10,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from algorithms.decoupled import FedRep
-from algorithms.evaluation import evaluate
-from algorithms.models import DNN
-from algorithms.ppfe import PPFE
-from algorithms.ppfe_ensemble import ensemble_accuracy, ensemble_scores, weighted_batches
-from algorithms.models import MLP
-from algorithms.ppfe_reduction import stage_rounds
-from algorithms.runner import run
+from algorithms.methods.decoupled.fedrep import FedRep
+from algorithms.engine.evaluation import evaluate
+from algorithms.engine.models import DNN
+from algorithms.methods.ppfe.ppfe import PPFE
+from algorithms.methods.ppfe.ppfe_ensemble import ensemble_accuracy, ensemble_scores, weighted_batches
+from algorithms.engine.models import MLP
+from algorithms.methods.ppfe.ppfe_reduction import stage_rounds
+from algorithms.engine.runner import run
 from synthetic.permuted_labels import permuted_label_federation
 
 WIDTHS = (6, 8, 8, 6, 4)     # MLP: 4 layers → progressive stages 0..3 (+ stage 4 all personal)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from algorithms import ppfe_linear
-from algorithms.ppfe_linear import (compare_methods, fit_fedavg_ridge, fit_local_ridge,
+from algorithms.methods.ppfe import ppfe_linear
+from algorithms.methods.ppfe.ppfe_linear import (compare_methods, fit_fedavg_ridge, fit_local_ridge,
                                     fit_ppfe_linear, fit_ppfe_linear_path)
 from synthetic.linear import make_linear_federation, ridge
 

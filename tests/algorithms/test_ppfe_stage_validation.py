@@ -1,12 +1,12 @@
-"""algorithms.ppfe_stage_validation: cross-validated PPFE stage curves and T̂."""
+"""algorithms.methods.ppfe.ppfe_stage_validation: cross-validated PPFE stage curves and T̂."""
 
 import numpy as np
 import pytest
 import torch
 
-from algorithms import ppfe_stage_validation as sv
-from algorithms.base import get_algorithm
-from algorithms.models import MLP
+from algorithms.methods.ppfe import ppfe_stage_validation as sv
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.models import MLP
 from synthetic.permuted_labels import permuted_label_federation
 
 

@@ -1,5 +1,5 @@
 """Kill and resume, for every registered algorithm: a run killed after round k and resumed
-from its checkpoint (:func:`algorithms.resume.resume_point`, what ``pflt run --resume``
+from its checkpoint (:func:`algorithms.engine.resume.resume_point`, what ``pflt run --resume``
 uses) ends with the same state, bit for bit, and the same history files as the run that
 was never interrupted — at every round k, PPFE's stage transitions and CGPFL-Heur's
 K-selection round included.  The registry is read at collection time, so an algorithm
@@ -11,11 +11,11 @@ import json
 import pytest
 import torch
 
-from algorithms.base import hyperparameters, registry
-from algorithms.checkpoint import CheckpointError, load_checkpoint
-from algorithms.models import DNN, MLR
-from algorithms.resume import ResumeError, resume_point
-from algorithms.runner import run, run_config
+from algorithms.engine.base import hyperparameters, registry
+from algorithms.engine.checkpoint import CheckpointError, load_checkpoint
+from algorithms.engine.models import DNN, MLR
+from algorithms.engine.resume import ResumeError, resume_point
+from algorithms.engine.runner import run, run_config
 from synthetic.federation import Federation
 
 T = 6                       # rounds of every run
@@ -154,7 +154,7 @@ def test_ppfe_with_mlr_resumes_after_its_stage_transition(fed, tmp_path):
 def test_ppfe_checkpoint_of_another_stage_is_refused(fed, tmp_path):
     """The layout check knows the stage of each round: a stage-1 checkpoint relabelled as
     a stage-0 round (digest rewritten, as a deliberate editor would) is refused."""
-    from algorithms.checkpoint import _digest
+    from algorithms.engine.checkpoint import _digest
     alg, model = build("ppfe"), DNN(5, 3, hidden=8)
     _straight(alg, fed, model, tmp_path / "r")
     path = tmp_path / "r" / "checkpoint.pt"

@@ -1,6 +1,6 @@
 """Resume is bit-identical for FedProx, SCAFFOLD, FedBN (with and without BatchNorm), FedRoD,
 FedALA, CFL (splitting from round 1, so the checkpoint holds several clusters) and FedEM: a
-run checkpointed after round 2 (algorithms/checkpoint.py), loaded and run on to round 4
+run checkpointed after round 2 (algorithms/engine/checkpoint.py), loaded and run on to round 4
 equals the uninterrupted run — every model and tensor, client-held state (control variates,
 BN statistics, label counts, ALA weights and flags, mixture weights) included."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.checkpoint import check_compatible, load_checkpoint, save_checkpoint
-from algorithms.models import DNN, BatchNormMLP
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.checkpoint import check_compatible, load_checkpoint, save_checkpoint
+from algorithms.engine.models import DNN, BatchNormMLP
 from synthetic.federation import Federation
 
 CASES = {"fedprox": DNN(4, 3, hidden=5), "scaffold": DNN(4, 3, hidden=5),

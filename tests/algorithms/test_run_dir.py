@@ -1,15 +1,15 @@
-"""A fresh run never mixes its files with another run's (algorithms/run_dir.py)."""
+"""A fresh run never mixes its files with another run's (algorithms/engine/run_dir.py)."""
 
 import json
 
 import pytest
 import torch
 
-from algorithms.fedavg import FedAvg
-from algorithms.models import MLR
-from algorithms.pfedme import PFedMe
-from algorithms.run_dir import RunDirectoryError
-from algorithms.runner import run
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import MLR
+from algorithms.methods.regularized.pfedme import PFedMe
+from algorithms.engine.run_dir import RunDirectoryError
+from algorithms.engine.runner import run
 from synthetic.federation import Federation
 
 

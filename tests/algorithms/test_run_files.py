@@ -1,10 +1,10 @@
-"""The form checks of run files name the file and the key (algorithms/run_files.py)."""
+"""The form checks of run files name the file and the key (algorithms/engine/run_files.py)."""
 
 import json
 
 import pytest
 
-from algorithms.run_files import (RunFileError, check_history, read_history_lines, read_json,
+from algorithms.engine.run_files import (RunFileError, check_history, read_history_lines, read_json,
                                   read_summary)
 
 ENTRY = {"round": 1, "global_accuracy": 0.5, "global_loss": 1.0,

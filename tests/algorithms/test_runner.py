@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.fedavg import FedAvg
-from algorithms.models import MLR, QuadraticMean
-from algorithms.pfedme import PFedMe
-from algorithms.runner import NonFiniteError, run
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import MLR, QuadraticMean
+from algorithms.methods.regularized.pfedme import PFedMe
+from algorithms.engine.runner import NonFiniteError, run
 from synthetic import fedprox
 from synthetic.federation import Federation
 
@@ -82,7 +82,7 @@ def test_bad_arguments(fed):
 # ---- the history files: appended per evaluation, history.json in full at a few points --
 
 def _json_writes(monkeypatch):
-    import algorithms.runner as runner
+    import algorithms.engine.runner as runner
 
     writes = []
     atomic = runner._atomic_write
@@ -118,7 +118,7 @@ def test_history_json_is_rewritten_at_checkpoints(fed, tmp_path, monkeypatch):
 
 
 def test_read_history_takes_the_appended_lines_and_drops_a_cut_last_line(fed, tmp_path):
-    from algorithms.runner import read_history
+    from algorithms.engine.runner import read_history
 
     run(FedAvg(local_rounds=1, clients_per_round=2), fed, MLR(8, 3), rounds=4,
         out_dir=tmp_path, progress=False, checkpoint_every=2)
@@ -141,7 +141,7 @@ def test_read_history_takes_the_appended_lines_and_drops_a_cut_last_line(fed, tm
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_all_finite_sees_a_bad_value_at_every_position(bad, dtype):
-    from algorithms.runner import all_finite
+    from algorithms.engine.runner import all_finite
 
     for n in (1, 7, 16, 33, 257):
         for pos in range(n):
@@ -154,8 +154,8 @@ def test_all_finite_sees_a_bad_value_at_every_position(bad, dtype):
 
 
 def test_non_finite_model_names_the_model_or_tensor():
-    from algorithms.base import State
-    from algorithms.runner import non_finite_model
+    from algorithms.engine.base import State
+    from algorithms.engine.runner import non_finite_model
 
     ok = {"w": torch.zeros(4, 3)}
     state = State(1, 0, {"global": ok, "local": {"w": torch.zeros(4, 3)}},

@@ -1,4 +1,4 @@
-"""Tests of algorithms/sam.py — SAM / LWSAM perturbations (PLGU eqs. 3–5, docs/formulas.md §E.D1–D3)."""
+"""Tests of algorithms/methods/sam/sam.py — SAM / LWSAM perturbations (PLGU eqs. 3–5, docs/formulas.md §E.D1–D3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from algorithms.sam import dual_exponent, perturbation, perturbed_params, sam_gradient, sam_step
+from algorithms.methods.sam.sam import dual_exponent, perturbation, perturbed_params, sam_gradient, sam_step
 
 F64 = torch.float64
 

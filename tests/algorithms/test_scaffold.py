@@ -1,4 +1,4 @@
-"""SCAFFOLD (algorithms/scaffold.py): zero control variates give FedAvg's round bit for bit;
+"""SCAFFOLD (algorithms/methods/averaging/scaffold.py): zero control variates give FedAvg's round bit for bit;
 K = 1 makes c_i⁺ the mini-batch gradient; an independent per-client loop written from
 Algorithm 1 (option II) of Karimireddy et al., ICML 2020, gives the same x, c and c_i over
 two rounds with partial participation; wrong option-II signs are caught."""
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.base import sample_clients
-from algorithms.fedavg import FedAvg
-from algorithms.models import DNN
-from algorithms.scaffold import Scaffold
+from algorithms.engine.base import sample_clients
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import DNN
+from algorithms.methods.averaging.scaffold import Scaffold
 from synthetic.federation import Federation
 
 SEED = 5

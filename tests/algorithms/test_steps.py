@@ -1,13 +1,13 @@
-"""Tests of algorithms/steps.py: the logit-space inner solve for MLR (pFedMe eq. 7) equals
+"""Tests of algorithms/engine/steps.py: the logit-space inner solve for MLR (pFedMe eq. 7) equals
 the generic K-step loop, and :func:`prox_steps` picks it only where it applies."""
 
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-import algorithms.steps as steps
-from algorithms.models import DNN, MLR
-from algorithms.steps import generic_prox_steps, mlr_prox_steps, prox_layout, prox_steps
+import algorithms.engine.steps as steps
+from algorithms.engine.models import DNN, MLR
+from algorithms.engine.steps import generic_prox_steps, mlr_prox_steps, prox_layout, prox_steps
 
 F64 = torch.float64
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from algorithms.base import hp
-from algorithms.fedavg import FedAvg
+from algorithms.engine.base import hp
+from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.testing import CONTRACT, check_contract, contract_battery
 
 
@@ -88,7 +88,7 @@ def test_each_property_catches_its_mutation(cls, prop, message):
 
 
 def test_resume_catches_a_checkpoint_that_does_not_give_the_state_back(monkeypatch):
-    from algorithms import checkpoint
+    from algorithms.engine import checkpoint
 
     load = checkpoint.load_checkpoint
 

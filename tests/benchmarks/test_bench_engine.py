@@ -4,7 +4,7 @@ shown by running the script) and counts FLOPs as its doc says."""
 import pytest
 import torch
 
-from algorithms.pfedme import PFedMe
+from algorithms.methods.regularized.pfedme import PFedMe
 
 TINY = ["--sizes", "3", "--threads", "1", "--repeats", "1", "--ref-clients", "2",
         "--max-client-size", "40"]

@@ -5,9 +5,9 @@ them on the same parameters — so the benchmark compares equal work."""
 import numpy as np
 import torch
 
-from algorithms.evaluation import evaluate_models
-from algorithms.models import MLR
-from algorithms.pfedme import PFedMe
+from algorithms.engine.evaluation import evaluate_models
+from algorithms.engine.models import MLR
+from algorithms.methods.regularized.pfedme import PFedMe
 from synthetic import fedprox
 
 

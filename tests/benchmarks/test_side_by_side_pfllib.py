@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from algorithms.models import DNN, BatchNormMLP
+from algorithms.engine.models import DNN, BatchNormMLP
 
 
 def test_missing_checkout_is_one_line_and_exit_2(load_script, tmp_path, capsys):

@@ -200,10 +200,10 @@ def test_property_same_bits(n, d, k_frac, restarts, seed, dup, weighted):
 
 
 def test_same_bits_in_cgpfl_rounds():
-    """Three CGPFL rounds (algorithms.cgpfl, which clusters with pfl_theory.kmeans) at
+    """Three CGPFL rounds (algorithms.methods.clustered.cgpfl, which clusters with pfl_theory.kmeans) at
     K = 1, 3, 8 on 16 planted clients: every model and recorded tensor is bit-identical."""
-    from algorithms.cgpfl import CGPFL
-    from algorithms.models import build_model
+    from algorithms.methods.clustered.cgpfl import CGPFL
+    from algorithms.engine.models import build_model
     from verification.experiments.cgpfl import planted_federation
 
     pl = planted_federation(16, 3, dim=5, size_range=(20, 30), seed=0)

@@ -8,8 +8,8 @@ import pytest
 
 ALGORITHM = '''
 from dataclasses import dataclass
-from algorithms.base import register
-from algorithms.fedavg import FedAvg
+from algorithms.engine.base import register
+from algorithms.methods.averaging.fedavg import FedAvg
 
 @register("{name}")
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def test_split_specs_takes_commas_and_the_path_separator():
 
 def test_a_file_a_package_directory_and_a_module_name_register(isolated_plugins, tmp_path,
                                                                 monkeypatch):
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     (tmp_path / "one.py").write_text(ALGORITHM.format(name="plug-one"))
     (tmp_path / "pkg").mkdir()
@@ -49,7 +49,7 @@ def test_a_file_a_package_directory_and_a_module_name_register(isolated_plugins,
 ])
 def test_a_bad_plugin_is_one_line_naming_it(isolated_plugins, tmp_path, monkeypatch, spec,
                                             source, needle):
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     path = tmp_path / spec if spec.endswith(".py") else spec
     if source is not None:
@@ -64,7 +64,7 @@ def test_a_bad_plugin_is_one_line_naming_it(isolated_plugins, tmp_path, monkeypa
 def test_entry_points_of_both_groups_are_imported(isolated_plugins, tmp_path, monkeypatch):
     from importlib import metadata
 
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     (tmp_path / "ep_algos.py").write_text(ALGORITHM.format(name="plug-ep"))
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -101,6 +101,6 @@ def test_add_plugins_writes_absolute_file_paths_for_child_processes(isolated_plu
     monkeypatch.chdir(tmp_path)
     isolated_plugins.add_plugins("rel_plugin.py")
     assert os.environ["PFLT_PLUGINS"] == str(tmp_path.resolve() / "rel_plugin.py")
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     assert "plug-rel" in registry()

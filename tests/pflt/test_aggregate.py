@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from algorithms.base import get_algorithm
+from algorithms.engine.base import get_algorithm
 from pflt import aggregate
 from pflt.aggregate import headline_model
 

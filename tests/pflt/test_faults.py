@@ -20,7 +20,7 @@ def _hist(out):
 
 def _kill_in_round(monkeypatch, at_round):
     """Make pfedme raise KeyboardInterrupt (a kill) when it starts round ``at_round``."""
-    from algorithms.pfedme import PFedMe
+    from algorithms.methods.regularized.pfedme import PFedMe
 
     real = PFedMe.round
 
@@ -84,7 +84,7 @@ def test_wrong_shaped_checkpoint_is_a_one_line_error(tmp_path, capsys):
     err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert len(err) == 1 and "layout: does not match the digest" in err[0]
     # the same edit with the digest written again (a deliberate editor): the shape check
-    from algorithms.checkpoint import _digest, layout
+    from algorithms.engine.checkpoint import _digest, layout
     payload["digests"]["layout"] = _digest(layout(payload["models"], payload["tensors"]))
     torch.save(payload, out / "checkpoint.pt")
     assert main(["run", "--resume", str(out), "--rounds", "2"]) == 2

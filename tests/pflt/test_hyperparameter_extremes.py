@@ -12,7 +12,7 @@ import signal
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from algorithms.base import hyperparameters, registry
+from algorithms.engine.base import hyperparameters, registry
 from pflt.cli import main
 
 FLOATS = ["0", "-1", "1e-30", "1e30", "1e300", "nan", "inf", "-inf"]

@@ -9,7 +9,7 @@ from pflt import catalog
 
 
 def test_list_algorithms_json_has_every_registered_algorithm_with_defaults(capsys):
-    from algorithms.base import hyperparameters, registry
+    from algorithms.engine.base import hyperparameters, registry
 
     assert main(["list", "algorithms", "--json"]) == 0
     entries = {e["name"]: e for e in json.loads(capsys.readouterr().out)}
@@ -23,7 +23,7 @@ def test_list_algorithms_json_has_every_registered_algorithm_with_defaults(capsy
         assert entries[name]["summary"], f"{name} has no one-line description"
     assert "Moreau Envelopes" in entries["pfedme"]["paper"]
     assert "Dinh" in entries["pfedme"]["paper"]
-    assert entries["pfedme"]["qualname"] == "algorithms.pfedme.PFedMe"
+    assert entries["pfedme"]["qualname"] == "algorithms.methods.regularized.pfedme.PFedMe"
 
 
 @pytest.mark.parametrize("topic,needle", [("datasets", "synthetic"), ("models", "mlr"),
@@ -101,7 +101,7 @@ def test_formulas_command_lists_a_section_and_writes_the_reference(tmp_path, cap
 
 
 def test_every_algorithm_class_has_its_own_docstring_and_symbols():
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
 
     for name, cls in registry().items():
         assert catalog.class_doc(cls).strip(), f"{name} ({cls.__qualname__}) has no docstring"

@@ -20,7 +20,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from algorithms.checkpoint import _digest, layout
+from algorithms.engine.checkpoint import _digest, layout
 from pflt.cli import main
 
 TINY = ["--clients", "4", "--max-client-size", "30", "--no-progress", "--checkpoint-every", "1"]

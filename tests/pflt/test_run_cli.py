@@ -94,7 +94,7 @@ def test_help_with_a_config_shows_its_algorithm_and_values(tmp_path, capsys):
 
 
 def _registered():
-    from algorithms.base import registry
+    from algorithms.engine.base import registry
     return sorted(registry())
 
 

@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from algorithms.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from algorithms.engine.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pflt.cli import main
 
 BASE = ["--clients", "12", "--local-rounds", "2", "--inner-steps", "2",
@@ -58,7 +58,7 @@ def test_run_killed_between_checkpoints_resumes_to_the_same_history(tmp_path, mo
     # killed after round 3's evaluation, the last checkpoint at round 2: history.jsonl holds
     # rounds 1-3, history.json rounds 1-2; the resumed run drops round 3 (after the
     # checkpoint), replays it and ends with the uninterrupted run's files
-    import algorithms.runner as runner
+    import algorithms.engine.runner as runner
     from pflt.aggregate import load_run
 
     full, part = tmp_path / "full", tmp_path / "part"
@@ -94,7 +94,7 @@ def test_checkpoint_is_weights_only_and_checks_the_algorithm(tmp_path):
     assert main(["run", "--rounds", "1", "--out", str(out), "--checkpoint-every", "1"] + BASE) == 0
     payload = torch.load(out / "checkpoint.pt", weights_only=True)
     assert payload["algorithm"] == "pfedme" and payload["round"] == 1
-    from algorithms.fedavg import FedAvg
+    from algorithms.methods.averaging.fedavg import FedAvg
     with pytest.raises(CheckpointError, match="from algorithm 'pfedme'"):
         load_checkpoint(out / "checkpoint.pt", FedAvg())
 
@@ -152,8 +152,8 @@ def test_sweep_runs_grid_resumes_and_summarises(tmp_path, capsys):
 
 
 def test_save_load_roundtrip(tmp_path):
-    from algorithms.base import State
-    from algorithms.pfedme import PFedMe
+    from algorithms.engine.base import State
+    from algorithms.methods.regularized.pfedme import PFedMe
     s = State(3, 7, {"global": {"w": torch.randn(1, 2, dtype=torch.float64)}},
               {"assign": torch.tensor([0, 1])})
     save_checkpoint(tmp_path / "c.pt", s, PFedMe())

@@ -37,7 +37,7 @@ def test_a_null_seed_or_deep_nesting_is_a_value_error():
 
 
 BAD_HISTORIES = [
-    # the file, then the key, then what is wrong (algorithms.run_files' wording)
+    # the file, then the key, then what is wrong (algorithms.engine.run_files' wording)
     ({"config": [], "entries": []}, "config: expected an object"),
     ({"config": {}, "entries": {}}, "entries: expected a list"),
     ({"config": {}, "entries": [3]}, "entries[0]: expected an object, got 3"),

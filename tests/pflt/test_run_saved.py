@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from algorithms.run_files import RunFileError
+from algorithms.engine.run_files import RunFileError
 from pflt.cli import UserError, main
 from pflt.commands._run_saved import NOT_SAVED, SAVED_REQUIRED, saved
 from pflt.commands.run_options import read_saved

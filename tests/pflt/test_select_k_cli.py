@@ -77,8 +77,8 @@ def _fake_run(tmp_path, n=12, k0=3):
     """A run directory with a checkpoint whose personalized models hold k0 planted groups."""
     import torch
 
-    from algorithms.base import State
-    from algorithms.checkpoint import save_checkpoint
+    from algorithms.engine.base import State
+    from algorithms.engine.checkpoint import save_checkpoint
 
     x, assign = planted_model_vectors(n, k0, 6, separation=8.0, noise=0.3, seed=4)
     models = {"personalized": {"w": torch.as_tensor(x[:, :4].reshape(n, 2, 2)),

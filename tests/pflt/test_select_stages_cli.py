@@ -111,7 +111,7 @@ def test_an_optimum_beyond_t_max_is_said_to_be_the_grids_edge(capsys):
     assert last.startswith("T* = 127 ") and "beyond" not in last
 
 
-# ---- --validation: cross-validated held-out cross-entropy (algorithms.ppfe_stage_validation)
+# ---- --validation: cross-validated held-out cross-entropy (algorithms.methods.ppfe.ppfe_stage_validation)
 
 TINY_PPFE = ["--model", "mlp", "--hidden", "8,8", "--data", "synthetic", "--clients", "4",
              "--rounds", "6", "--total-rounds", "6", "--stages", "3", "--stage-fractions",
@@ -127,8 +127,8 @@ def ppfe_run(tmp_path_factory):
 
 
 def test_validation_json_is_the_direct_cross_validation(ppfe_run, capsys):
-    from algorithms.base import get_algorithm
-    from algorithms.ppfe_stage_validation import stage_validation
+    from algorithms.engine.base import get_algorithm
+    from algorithms.methods.ppfe.ppfe_stage_validation import stage_validation
     from pflt.commands._run_dir import run_federation
 
     capsys.readouterr()
@@ -170,7 +170,7 @@ def test_validation_table_marks_the_argmin(ppfe_run, capsys):
 
 def test_validation_argmax_mutation_is_caught(ppfe_run, capsys, monkeypatch):
     """The JSON check t_hat = argmin of the curve fails when the pick is the argmax."""
-    import algorithms.ppfe_stage_validation as sv
+    import algorithms.methods.ppfe.ppfe_stage_validation as sv
 
     monkeypatch.setattr(sv, "pick_t", lambda curve: int(np.argmax(curve)) + 1)
     capsys.readouterr()

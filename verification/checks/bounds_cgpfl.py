@@ -1,7 +1,7 @@
 """CGPFL (Tang, Guo, Guo, IJCAI 2022 / ICLR-2022 submission) bounds against measurements.
 
 * Theorem 4.1 (ICLR Theorem 1, explicit constants of the ICLR appendix A.3): the engine's
-  CGPFL (:class:`algorithms.cgpfl.CGPFL`, float64, the paper's local step c = 2/N so that
+  CGPFL (:class:`algorithms.methods.clustered.cgpfl.CGPFL`, float64, the paper's local step c = 2/N so that
   ``lr`` is the paper's β, α = 1, β inside β²L_G² ≤ 1/(416R²)) on planted-context quadratic
   clients (:func:`synthetic.contexts.planted_model_vectors`); measured
   (1/T)Σ_t (1/K)‖∇G_K(Ω^t)‖² against (i) the bound before the step-size case analysis at
@@ -26,9 +26,9 @@ import math
 import numpy as np
 import torch
 
-from algorithms.base import flatten
-from algorithms.cgpfl import CGPFL
-from algorithms.models import QuadraticMean
+from algorithms.engine.base import flatten
+from algorithms.methods.clustered.cgpfl import CGPFL
+from algorithms.engine.models import QuadraticMean
 from pfl_theory import cgpfl as th
 from pfl_theory import pfedme
 from pfl_theory.constants import quadratic_constants

@@ -2,7 +2,7 @@
 
 The paper states Theorems 1 and 2 in O(·)/Õ(·) with no constants (the appendix with the
 proof constants is not in our copy).  The engine
-(:class:`algorithms.pfedme.PFedMe`, float64) runs with step sizes *inside* the theorem's
+(:class:`algorithms.methods.regularized.pfedme.PFedMe`, float64) runs with step sizes *inside* the theorem's
 conditions, the theorem's right-hand side (:mod:`pfl_theory.pfedme`, hidden constants 1) is
 evaluated with the constants computed from the very problem that ran
 (:mod:`pfl_theory.constants`, :mod:`verification.estimators.federation`).
@@ -31,8 +31,8 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from algorithms.models import QuadraticMean
-from algorithms.pfedme import PFedMe
+from algorithms.engine.models import QuadraticMean
+from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory import moreau, pfedme
 from pfl_theory.constants import mlr_constants, quadratic_constants
 from pfl_theory.threads import single_threaded

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from algorithms.pfedme import PFedMe
+from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory import pfedme
 from pfl_theory.constants import diversity_sup
 from pfl_theory.threads import single_threaded

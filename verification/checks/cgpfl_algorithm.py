@@ -9,10 +9,10 @@ import dataclasses
 import numpy as np
 import torch
 
-from algorithms.base import flatten
-from algorithms.cgpfl import CGPFL
-from algorithms.models import build_model
-from algorithms.pfedme import PFedMe
+from algorithms.engine.base import flatten
+from algorithms.methods.clustered.cgpfl import CGPFL
+from algorithms.engine.models import build_model
+from algorithms.methods.regularized.pfedme import PFedMe
 from verification.experiments import cgpfl as ex
 from verification.estimators.fitting import fit_loglog
 from verification.core.registry import Context, Outcome, check, envelope_outcome

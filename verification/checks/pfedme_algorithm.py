@@ -1,5 +1,5 @@
 """pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020) checks run on the batched engine
-(:class:`algorithms.pfedme.PFedMe`): docs/formulas.md §E.B items 6–9 and the Table 1 ordering.
+(:class:`algorithms.methods.regularized.pfedme.PFedMe`): docs/formulas.md §E.B items 6–9 and the Table 1 ordering.
 Experiments live in :mod:`verification.experiments.pfedme_quadratic` (§E.B6–9) and
 :mod:`verification.experiments.pfedme_table1` (Table 1); all theory comparisons are in
 float64 on QuadraticMean-type clients where exactness is needed."""

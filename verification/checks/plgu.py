@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 
-from algorithms.sam import perturbation
+from algorithms.methods.sam.sam import perturbation
 from pfl_theory import plgu as P
 from verification.estimators.fitting import fit_loglog, rate_verdict
 from verification.core.registry import Context, Outcome, Verdict, check

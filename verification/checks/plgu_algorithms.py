@@ -9,9 +9,9 @@ import math
 import numpy as np
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.evaluation import evaluate, summarize
-from algorithms.models import DNN
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.evaluation import evaluate, summarize
+from algorithms.engine.models import DNN
 from verification.experiments.plgu import CLASSES, DIM, federation
 from synthetic.federation import Federation
 from verification.core.registry import Context, Outcome, check

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from algorithms.ppfe_linear import compare_methods
+from algorithms.methods.ppfe.ppfe_linear import compare_methods
 from pfl_theory import ppfe
 from pfl_theory.ppfe_boosting import (adaboost_stumps, ensemble_coefficients, reweight,
                                       uniform_weights, weighted_error)

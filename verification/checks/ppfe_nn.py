@@ -8,9 +8,9 @@ import math
 
 import torch
 
-from algorithms.decoupled import FedRep
-from algorithms.ppfe import PPFE
-from algorithms.models import MLP
+from algorithms.methods.decoupled.fedrep import FedRep
+from algorithms.methods.ppfe.ppfe import PPFE
+from algorithms.engine.models import MLP
 from verification.experiments.ppfe_nn import setting, stage_ends, trajectory
 from synthetic.permuted_labels import permuted_label_federation
 from verification.core.registry import Context, Outcome, Verdict, check

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from algorithms.base import flatten, unflatten
+from algorithms.engine.base import flatten, unflatten
 from pfl_theory import moreau
 from pfl_theory.constants import gradient_variance
 from pfl_theory.validation import positive, positive_int
@@ -42,7 +42,7 @@ def client_data(fed) -> tuple[torch.Tensor, torch.Tensor]:
     return tr.x[idx], tr.y[idx]
 
 
-flat_params = flatten  # ``[N, d]`` concatenation of a parameter dict (algorithms.base)
+flat_params = flatten  # ``[N, d]`` concatenation of a parameter dict (algorithms.engine.base)
 unflat_params = unflatten  # its inverse
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from algorithms.base import State, broadcast
-from algorithms.models import MLR, QuadraticMean
-from algorithms.steps import prox_steps
+from algorithms.engine.base import State, broadcast
+from algorithms.engine.models import MLR, QuadraticMean
+from algorithms.engine.steps import prox_steps
 from pfl_theory import moreau
 from synthetic.contexts import classification_contexts
 from synthetic.federation import Federation

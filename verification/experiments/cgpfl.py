@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from algorithms.base import flatten, get_algorithm
-from algorithms.evaluation import evaluate
-from algorithms.models import build_model
+from algorithms.engine.base import flatten, get_algorithm
+from algorithms.engine.evaluation import evaluate
+from algorithms.engine.models import build_model
 from synthetic.contexts import label_skew_contexts
 from synthetic.federation import Federation
 

@@ -6,7 +6,7 @@
 Paper: C. T. Dinh, N. H. Tran, T. D. Nguyen, *Personalized Federated Learning with Moreau
 Envelopes*, NeurIPS 2020 (arXiv 2006.08848); Theorems 1–2 (docs/formulas.md §B.6).
 
-Clients are :class:`algorithms.models.QuadraticMean` (``f_i(θ) = ½‖θ − x̄_i‖² + v_i/2``,
+Clients are :class:`algorithms.engine.models.QuadraticMean` (``f_i(θ) = ½‖θ − x̄_i‖² + v_i/2``,
 float64, :func:`quadratic_federation`), where the Moreau envelope, the prox and the optimum
 are closed forms: the strongly convex experiments (Theorem 1, E.B6–B7:
 :func:`strongly_convex_run`, :func:`floor_vs_delta`, :func:`floor_vs_sampling`), the
@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from algorithms.base import State, broadcast
-from algorithms.models import QuadraticMean
-from algorithms.pfedme import PFedMe
+from algorithms.engine.base import State, broadcast
+from algorithms.engine.models import QuadraticMean
+from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory.threads import single_threaded
 from pfl_theory.validation import positive, positive_int
 
@@ -33,7 +33,7 @@ from pfl_theory.validation import positive, positive_int
 # ------------------------------------------------- quadratic clients (§E.B6, B7, B9)
 def quadratic_federation(*, num_clients: int = 10, dim: int = 5, samples: int = 40,
                          spread: float = 2.0, noise: float = 1.0, sizes=None, seed: int = 0):
-    """Clients for :class:`algorithms.models.QuadraticMean`: client ``i`` has samples
+    """Clients for :class:`algorithms.engine.models.QuadraticMean`: client ``i`` has samples
     ``x = c_i + noise·ε`` with centres ``c_i ~ N(0, spread² I)``; then
     ``f_i(θ) = ½‖θ − x̄_i‖² + v_i/2`` (μ = L = 1) over its training samples.  ``noise = 0``
     gives a noise-free gradient oracle (every mini-batch gradient is exact, γ_f = 0).

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from algorithms.fedavg import FedAvg
-from algorithms.models import build_model
-from algorithms.perfedavg import PerFedAvg
-from algorithms.pfedme import PFedMe
-from algorithms.runner import run
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.engine.models import build_model
+from algorithms.methods.regularized.perfedavg import PerFedAvg
+from algorithms.methods.regularized.pfedme import PFedMe
+from algorithms.engine.runner import run
 from pfl_theory.threads import single_blas_thread, single_threaded
 from pfl_theory.validation import positive_int
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.evaluation import evaluate, summarize
-from algorithms.models import Model, _dense, _uniform
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.evaluation import evaluate, summarize
+from algorithms.engine.models import Model, _dense, _uniform
 from synthetic.federation import Federation
 from synthetic.fedprox import generate
 from synthetic.partition import label_skew_partition

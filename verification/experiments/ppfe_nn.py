@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.models import MLP
-from algorithms.runner import evaluation_entry
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.models import MLP
+from algorithms.engine.runner import evaluation_entry
 from synthetic.permuted_labels import permuted_label_federation
 
 BASELINES = ("fedrep", "fedper", "lgfedavg", "fedbabu", "fedavg-ft", "fedavg", "local")

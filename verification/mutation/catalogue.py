@@ -110,7 +110,7 @@ def _theorem_term(term: str, var: str, power: float):
 def _pfedme_aggregate(variant: str):
     def make(orig):
         def aggregate(self, w_global, w_loc, chosen, counts):  # counts: of the rows chosen
-            from algorithms.base import weighted_mean
+            from algorithms.engine.base import weighted_mean
             if variant == "swap-weights":  # uniform ↔ sample-weighted swapped
                 w = torch.ones_like(counts) if self.aggregation == "weighted" else counts
                 mean = weighted_mean({k: v[chosen] for k, v in w_loc.items()}, w)
@@ -235,31 +235,31 @@ CATALOGUE: tuple[Mutant, ...] = (
     Mutant("pfedme.theorem2a_total_x0.5", "constant", "pfl_theory.pfedme:theorem2a",
            _field("total", lambda v: 0.5 * v), ("pfedme.worst_case_thm2",), "Thm 2(a)"),
     # ------------------------------------------------------------ pFedMe algorithm (§B.4)
-    Mutant("pfedme.aggregate_beta_sign", "sign-flip", "algorithms.pfedme:PFedMe.aggregate",
+    Mutant("pfedme.aggregate_beta_sign", "sign-flip", "algorithms.methods.regularized.pfedme:PFedMe.aggregate",
            _pfedme_aggregate("beta-sign"), ("pfedme.reduction_gd_on_envelope", "pfedme.beta_extrapolation"),
            "Alg. 1 step 3"),
-    Mutant("pfedme.aggregate_swap_weights", "wrong-operand", "algorithms.pfedme:PFedMe.aggregate",
+    Mutant("pfedme.aggregate_swap_weights", "wrong-operand", "algorithms.methods.regularized.pfedme:PFedMe.aggregate",
            _pfedme_aggregate("swap-weights"), ("pfedme.aggregation_equal_sizes",), "Alg. 1 step 3"),
-    Mutant("pfedme.aggregate_S+1", "off-by-one", "algorithms.pfedme:PFedMe.aggregate",
+    Mutant("pfedme.aggregate_S+1", "off-by-one", "algorithms.methods.regularized.pfedme:PFedMe.aggregate",
            _pfedme_aggregate("off-by-one"), ("pfedme.reduction_gd_on_envelope", "pfedme.beta_extrapolation"),
            "Alg. 1 step 3"),
-    Mutant("pfedme.local_R-1", "off-by-one", "algorithms.pfedme:PFedMe.local_update",
+    Mutant("pfedme.local_R-1", "off-by-one", "algorithms.methods.regularized.pfedme:PFedMe.local_update",
            _pfedme_local("R-1"), ("pfedme.strongly_convex_linear_rate", "cgpfl.k1_equals_pfedme"),
            "Alg. 1 step 2"),
-    Mutant("pfedme.local_lr_operand", "wrong-operand", "algorithms.pfedme:PFedMe.local_update",
+    Mutant("pfedme.local_lr_operand", "wrong-operand", "algorithms.methods.regularized.pfedme:PFedMe.local_update",
            _pfedme_local("lr-operand"), ("pfedme.reduction_gd_on_envelope", "cgpfl.k1_equals_pfedme"),
            "Alg. 1 step 2"),
-    Mutant("steps.prox_drop_lambda", "dropped-term", "algorithms.steps:prox_steps",
+    Mutant("steps.prox_drop_lambda", "dropped-term", "algorithms.engine.steps:prox_steps",
            _prox("drop-lambda"), ("cgpfl.global_update_identity", "pfedme.reduction_gd_on_envelope"),
            "eq. (7) inner solve"),
-    Mutant("steps.prox_steps-1", "off-by-one", "algorithms.steps:prox_steps",
+    Mutant("steps.prox_steps-1", "off-by-one", "algorithms.engine.steps:prox_steps",
            _prox("steps-1"), ("cgpfl.global_update_identity",), "inner solve K steps"),
-    Mutant("steps.prox_anchor_sign", "sign-flip", "algorithms.steps:prox_steps",
+    Mutant("steps.prox_anchor_sign", "sign-flip", "algorithms.engine.steps:prox_steps",
            _prox("anchor-sign"), ("pfedme.reduction_gd_on_envelope", "cgpfl.global_update_identity"),
            "eq. (7)"),
-    Mutant("base.weighted_mean_uniform", "wrong-operand", "algorithms.base:weighted_mean",
+    Mutant("base.weighted_mean_uniform", "wrong-operand", "algorithms.engine.base:weighted_mean",
            _weighted_mean("uniform"), ("pfedme.aggregation_equal_sizes",), "aggregation"),
-    Mutant("base.weighted_mean_off_by_one", "off-by-one", "algorithms.base:weighted_mean",
+    Mutant("base.weighted_mean_off_by_one", "off-by-one", "algorithms.engine.base:weighted_mean",
            _weighted_mean("off-by-one"), ("pfedme.reduction_gd_on_envelope", "cgpfl.alpha1_cluster_means"),
            "aggregation"),
     # ----------------------------------------------------------------- CGPFL (§A)
@@ -279,7 +279,7 @@ CATALOGUE: tuple[Mutant, ...] = (
     Mutant("kmeans.assign_next_centre", "off-by-one", "pfl_theory.kmeans:kmeans",
            _kmeans_shift, ("cgpfl.q_to_identity", "cgpfl.alpha1_cluster_means", "cgpfl.select_k_planted"),
            "k-means assignment"),
-    Mutant("cgpfl.step_scale_x2", "constant", "algorithms.cgpfl:CGPFL.step_scale",
+    Mutant("cgpfl.step_scale_x2", "constant", "algorithms.methods.clustered.cgpfl:CGPFL.step_scale",
            _out(scale=2.0), ("cgpfl.k1_equals_pfedme", "cgpfl.global_update_identity"), "c = 2/N"),
     Mutant("cgpfl.select_k_plus1", "off-by-one", "pfl_theory.cgpfl:select_k",
            _field("k_hat", lambda k: k + 1), ("cgpfl.select_k_planted",), "eq. (11)",
@@ -317,13 +317,13 @@ CATALOGUE: tuple[Mutant, ...] = (
            _kw("alpha", lambda a: a if isinstance(a, str) else 1.0 - a),
            ("ppfe.generator_diversity", "ppfe.fig3_ppfe_best"), "eq. (16)"),
     # ----------------------------------------------------------------- PLGU (§D)
-    Mutant("sam.sign_flip", "sign-flip", "algorithms.sam:perturbation", _sam("sign"),
+    Mutant("sam.sign_flip", "sign-flip", "algorithms.methods.sam.sam:perturbation", _sam("sign"),
            ("plgu.first_order_ascent", "plgu.perturbation_norm"), "eq. (3)"),
-    Mutant("sam.printed_exponent", "exponent", "algorithms.sam:perturbation", _sam("printed-exponent"),
+    Mutant("sam.printed_exponent", "exponent", "algorithms.methods.sam.sam:perturbation", _sam("printed-exponent"),
            ("plgu.perturbation_norm",), "eq. (5)"),
-    Mutant("sam.rho_x1.01", "constant", "algorithms.sam:perturbation", _sam("rho"),
+    Mutant("sam.rho_x1.01", "constant", "algorithms.methods.sam.sam:perturbation", _sam("rho"),
            ("plgu.perturbation_norm", "plgu.layer_perturbation_norms"), "eq. (3)/(5)"),
-    Mutant("sam.offset_at_rho0", "dropped-term", "algorithms.sam:perturbation", _sam("offset"),
+    Mutant("sam.offset_at_rho0", "dropped-term", "algorithms.methods.sam.sam:perturbation", _sam("offset"),
            ("plgu.rho0_fedsam_equals_fedavg", "plgu.d_equals_l_no_perturbation"), "§E.D5"),
     Mutant("plgu.rademacher_bound_x0.5", "constant", "pfl_theory.plgu:linear_rademacher_bound",
            _out(scale=0.5), ("plgu.rademacher_linear",), "Lemma 2 depth 1"),

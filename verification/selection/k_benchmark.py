@@ -40,9 +40,9 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from algorithms.base import flatten, get_algorithm
-from algorithms.evaluation import evaluate
-from algorithms.models import build_model
+from algorithms.engine.base import flatten, get_algorithm
+from algorithms.engine.evaluation import evaluate
+from algorithms.engine.models import build_model
 from pfl_theory.threads import set_torch_threads, single_blas_thread
 from pfl_theory.validation import positive_int
 from verification.experiments.cgpfl import CGPFL_HP

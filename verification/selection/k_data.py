@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from algorithms.cgpfl_validation import holdout_split as split_folds  # re-exported (same split)
+from algorithms.methods.clustered.cgpfl_validation import holdout_split as split_folds  # re-exported (same split)
 from pfl_theory.validation import positive_int
 from synthetic.federation import Federation, Split, resolve_device
 

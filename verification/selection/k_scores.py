@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from algorithms.base import unflatten
-from algorithms.evaluation import evaluate
+from algorithms.engine.base import unflatten
+from algorithms.engine.evaluation import evaluate
 
 __all__ = ["peer_curve", "argmax_first", "best_set", "records", "summarise", "HALVES", "half",
            "split_halves"]

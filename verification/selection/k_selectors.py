@@ -27,12 +27,12 @@ same range 1 … k_hi:
   selectors' warm-up on the fit part of each client's training data, the score is on the
   held-out part.
 * ``val``, ``val_1se_small``, ``val_1se_large`` — held-out validation after short CGPFL runs
-  per K (:mod:`algorithms.cgpfl_validation`): 1/``val_folds`` of each client's training
+  per K (:mod:`algorithms.methods.clustered.cgpfl_validation`): 1/``val_folds`` of each client's training
   data held out, a K = 1 warm-up of ``val_warmup`` rounds shared by every K, ``val_rounds``
   rounds per K, personalized accuracy on the held-out part; K̂ = the argmax (``val``), the
   smallest / largest K within one paired standard error of the maximum.
 * ``val_smooth`` — ``val``'s curve averaged over 3 neighbouring K before the argmax
-  (:func:`algorithms.cgpfl_validation.smooth`: less selection noise, a slight bias to larger K).
+  (:func:`algorithms.methods.clustered.cgpfl_validation.smooth`: less selection noise, a slight bias to larger K).
 * ``val_cv``, ``val_cv_smooth`` — the same with ``val_folds``-fold cross-validation: every
   fold of each client's training data serves once as the held-out part (own warm-up per fold),
   the correct predictions summed over the folds (4× the held-out samples, 4× the cost);
@@ -44,7 +44,7 @@ same range 1 … k_hi:
   ``val_cv_loss``, ``val_cv_loss_1se`` — the same on the ``val_cv`` runs (loss summed over
   the folds; only with ``val_variants``).  Why the loss: a proper scoring rule that is
   continuous in the predicted probabilities, so less selection noise on small held-out parts
-  (:mod:`algorithms.cgpfl_validation`, "Criterion").
+  (:mod:`algorithms.methods.clustered.cgpfl_validation`, "Criterion").
 * ``grid_other_seed`` (reference, not a cheap selector) — the best K of the full K grid
   trained with *another* training seed: how well-defined the best K is at all (the seed-
   averaged curve is often flat within noise beyond K₀).  It is scored on the same test
@@ -61,8 +61,8 @@ import time
 
 import numpy as np
 
-from algorithms.base import flatten
-from algorithms.cgpfl_validation import first_folds, validation_select_k
+from algorithms.engine.base import flatten
+from algorithms.methods.clustered.cgpfl_validation import first_folds, validation_select_k
 from pfl_theory.cgpfl import select_k
 from pfl_theory.cgpfl_selection import bic_curve, cluster_path
 from verification.experiments.cgpfl import CGPFL_HP
@@ -105,7 +105,7 @@ def model_selections(theta: np.ndarray, like, fed, model, cfg: BenchConfig, seed
 def validation_selections(fed, model, cfg: BenchConfig, seed: int, k_hi: int,
                           seconds: dict) -> dict:
     """``val_*`` (short CGPFL runs per K scored on a held-out part of each client's training
-    data, :func:`algorithms.cgpfl_validation.validation_select_k`) and ``peer_val`` (the
+    data, :func:`algorithms.methods.clustered.cgpfl_validation.validation_select_k`) and ``peer_val`` (the
     ``peer`` curve of the first fold's warm-up θ̃, fitted on the fit part, scored on the
     held-out part: no client's own training data in its score)."""
     cv_all = cfg.val_folds if cfg.val_variants else cfg.val_cv

@@ -2,7 +2,7 @@
 
 PPFE (Emrani, Najafi, Motahari 2026), §5 "Bias–Variance Tradeoff" (docs/formulas.md §C.5.12)
 on the linear generator of §6.1 (:mod:`synthetic.linear`, eqs. 15–16) with the linear PPFE
-of :mod:`algorithms.ppfe_linear` (stage 0 federated ridge, stages 1 … T−1 personal ridge on
+of :mod:`algorithms.methods.ppfe.ppfe_linear` (stage 0 federated ridge, stages 1 … T−1 personal ridge on
 residuals, λ's tuned on a 20 % validation split).  For every configuration (α, N, n, d) and
 seed, PPFE is fitted for T = 1 … ``t_max``; the **best T** minimises the exact population
 MSE σ_ε² + (ŵ_i − w_i)ᵀΣ_i(ŵ_i − w_i) averaged over clients and seeds (smallest T on ties).
@@ -53,7 +53,7 @@ import time
 
 import numpy as np
 
-from algorithms.ppfe_linear import _split, fit_ppfe_linear, fit_ppfe_linear_path  # _split: PPFE's own validation split
+from algorithms.methods.ppfe.ppfe_linear import _split, fit_ppfe_linear, fit_ppfe_linear_path  # _split: PPFE's own validation split
 from pfl_theory.ppfe_bounds import select_stages
 from pfl_theory.threads import single_blas_thread
 from synthetic.linear import make_linear_federation, population_mse

@@ -1,6 +1,6 @@
 """Benchmark: PPFE's number of stages T̂ on a neural setting against the best T.
 
-PPFE for neural networks (:mod:`algorithms.ppfe`, Emrani, Najafi, Motahari 2026, Algorithm 1)
+PPFE for neural networks (:mod:`algorithms.methods.ppfe.ppfe`, Emrani, Najafi, Motahari 2026, Algorithm 1)
 with the MLP of :mod:`verification.experiments.ppfe_nn` (widths 20-32-32-16-10, 4 layers, so
 progressive PPFE has at most T = 5 stages: stage t personalizes the last t layers) on the
 planted label-skewed federation :func:`synthetic.permuted_labels.permuted_label_federation`
@@ -38,7 +38,7 @@ The **best T** of a configuration maximises the seed-averaged accuracy under the
 * ``validation_1se`` — the one-SE rule on the per-sample validation 0-1 losses;
 * ``val_loss`` — the T of least validation cross-entropy −log H̄_T(x)_y of the T-stage
   ensemble, H̄ = eq. 8's α-mixture of the stages' softmax outputs normalised to a
-  distribution (the ``loss`` of :func:`algorithms.ppfe_ensemble.ensemble_accuracy`): a
+  distribution (the ``loss`` of :func:`algorithms.methods.ppfe.ppfe_ensemble.ensemble_accuracy`): a
   proper scoring rule, expected to give less selection noise than the 0-1 loss on the same
   samples (measured: docs/selection.md);
 * ``val_loss_1se`` — the one-SE rule on the per-sample validation cross-entropies;
@@ -61,12 +61,12 @@ import time
 import numpy as np
 import torch
 
-from algorithms.base import get_algorithm
-from algorithms.models import MLP
-from algorithms.ppfe_ensemble import per_sample_logits  # noqa: F401  (used by the tests)
-from algorithms.ppfe_stage_validation import evaluate  # noqa: F401  (re-exported)
-from algorithms.ppfe_stage_validation import pick_t
-from algorithms.ppfe_stage_validation import stage_ensembles as _stage_ensembles
+from algorithms.engine.base import get_algorithm
+from algorithms.engine.models import MLP
+from algorithms.methods.ppfe.ppfe_ensemble import per_sample_logits  # noqa: F401  (used by the tests)
+from algorithms.methods.ppfe.ppfe_stage_validation import evaluate  # noqa: F401  (re-exported)
+from algorithms.methods.ppfe.ppfe_stage_validation import pick_t
+from algorithms.methods.ppfe.ppfe_stage_validation import stage_ensembles as _stage_ensembles
 from pfl_theory.ppfe_bounds import GAMMA_MAX, kappa0_from_ingredients, select_stages, stage_edge
 from pfl_theory.ppfe_covering import harmonic_mean_size
 from pfl_theory.threads import set_torch_threads, single_blas_thread
@@ -133,7 +133,7 @@ def stage_ensembles(fed, seed: int, *, rounds_per_stage: int = ROUNDS_PER_STAGE,
     end of each stage T = 1 … t_max, ``(model, members, alphas, stats)``: the T-stage ensemble
     with the running stage's provisional α (as PPFE's diagnostics compute it) and that stage's
     statistics (weighted training errors ``eps``).  The benchmark's MLP and hyper-parameters
-    around :func:`algorithms.ppfe_stage_validation.stage_ensembles`, the one training loop of
+    around :func:`algorithms.methods.ppfe.ppfe_stage_validation.stage_ensembles`, the one training loop of
     the neural stage benchmarks (this module and :mod:`verification.selection.stages_nn_cv`)
     and of ``pflt select-stages --validation``."""
     model = MLP(20, 10, hidden=(32, 32, 16))

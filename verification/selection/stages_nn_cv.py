@@ -45,7 +45,7 @@ import time
 import numpy as np
 import torch
 
-from algorithms.ppfe_stage_validation import kfold  # noqa: F401  (re-exported)
+from algorithms.methods.ppfe.ppfe_stage_validation import kfold  # noqa: F401  (re-exported)
 from synthetic.permuted_labels import permuted_label_federation
 from verification.selection import stages_nn as nn
 from verification.selection import stage_selectors as sel_

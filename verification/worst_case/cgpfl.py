@@ -194,7 +194,7 @@ def instance(s: CGPFLSetting, *, dim: int = 4, seed: int = 0):
 def engine_algorithm(s: CGPFLSetting):
     """The engine's CGPFL for ``s``: c = 2/N (``local_scale``), the exact prox by a
     converged inner solve (contraction q = (L − lo)/(2λ + L + lo) per step to q^S ≤ 1e-17)."""
-    from algorithms.cgpfl import CGPFL
+    from algorithms.methods.clustered.cgpfl import CGPFL
 
     lo = -s.L if s.mu is None else s.mu
     q = (s.L - lo) / (2 * s.lam + s.L + lo)
@@ -209,7 +209,7 @@ def engine_trajectory(s: CGPFLSetting, clients, omega0, *, seed: int = 0) -> lis
     raises if the engine's clustering ever leaves it (Q^t ≠ I)."""
     import torch
 
-    from algorithms.base import State
+    from algorithms.engine.base import State
     from verification.worst_case import quadratic_clients as qc
 
     fed, model = qc.federation(clients)

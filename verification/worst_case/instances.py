@@ -4,7 +4,7 @@ The ``measured`` number of a worst-case check: quadratic clients of the setting'
 (:func:`verification.worst_case.quadratic_clients.random_quadratics`) normalised to the
 PEP's constraints — ‖w⁰ − w*‖² = Δ₀ and σ²_{F,1} = σ² exactly (the linear terms are
 scaled; every quantity at the optimum is linear in them) — run by the engine's
-:class:`~algorithms.pfedme.PFedMe` / :class:`~algorithms.fedavg.FedAvg` (full batch, S = N; the exact prox by a converged inner solve, :data:`EXACT_FACTOR`),
+:class:`~algorithms.methods.regularized.pfedme.PFedMe` / :class:`~algorithms.methods.averaging.fedavg.FedAvg` (full batch, S = N; the exact prox by a converged inner solve, :data:`EXACT_FACTOR`),
 the metric evaluated with :mod:`pfl_theory.oracle_methods` on the same clients.
 """
 
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from algorithms.fedavg import FedAvg
-from algorithms.pfedme import PFedMe
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory import oracle_methods as om
 from pfl_theory.oracle_methods import QuadraticOracle
 from verification.worst_case import quadratic_clients as qc

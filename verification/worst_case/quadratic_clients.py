@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from algorithms.base import State, broadcast
-from algorithms.models import Model
+from algorithms.engine.base import State, broadcast
+from algorithms.engine.models import Model
 from pfl_theory.oracle_methods import QuadraticOracle
 from pfl_theory.validation import positive_int
 

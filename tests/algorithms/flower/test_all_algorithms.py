@@ -15,10 +15,10 @@ import torch
 
 pytest.importorskip("flwr", reason="Flower tests need the optional extra 'flower'")
 
-from algorithms.base import hyperparameters, registry  # noqa: E402
-from algorithms.contract import engine_round, run_phases  # noqa: E402
-from algorithms.models import build_model  # noqa: E402
-from algorithms.runner import run  # noqa: E402
+from algorithms.engine.base import hyperparameters, registry  # noqa: E402
+from algorithms.engine.contract import engine_round, run_phases  # noqa: E402
+from algorithms.engine.models import build_model  # noqa: E402
+from algorithms.engine.runner import run  # noqa: E402
 from algorithms.flower.local import simulate  # noqa: E402
 from algorithms.flower.records import Settings  # noqa: E402
 from synthetic.federation import Federation  # noqa: E402
@@ -138,7 +138,7 @@ def test_failed_client_is_left_out_and_recorded(name, fed):
 
 
 def test_checkpoint_and_resume_equal_an_uninterrupted_run(fed, tmp_path):
-    from algorithms.checkpoint import load_checkpoint
+    from algorithms.engine.checkpoint import load_checkpoint
 
     alg = build("pfedme")
     settings = Settings.of(alg, num_clients=N, seed=SEED, model="dnn", hidden=4)

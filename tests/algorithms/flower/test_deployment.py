@@ -28,10 +28,10 @@ if shutil.which("flower-superlink") is None or shutil.which("flwr") is None:
     pytest.skip("Flower's command-line tools (flower-superlink, flwr) are not on PATH",
                 allow_module_level=True)
 
-from algorithms.base import get_algorithm  # noqa: E402
+from algorithms.engine.base import get_algorithm  # noqa: E402
 from algorithms.flower.localhost import LocalDeployment, app_pyproject  # noqa: E402
-from algorithms.models import build_model  # noqa: E402
-from algorithms.runner import run  # noqa: E402
+from algorithms.engine.models import build_model  # noqa: E402
+from algorithms.engine.runner import run  # noqa: E402
 from pflt.cli import main  # noqa: E402
 from synthetic.federation import Federation  # noqa: E402
 

@@ -15,7 +15,7 @@ pytest.importorskip("flwr", reason="Flower tests need the optional extra 'flower
 from flwr.app import Context, Error, Message, RecordDict  # noqa: E402
 from flwr.common.constant import ErrorCode  # noqa: E402
 
-from algorithms.base import get_algorithm  # noqa: E402
+from algorithms.engine.base import get_algorithm  # noqa: E402
 from algorithms.flower import exchange  # noqa: E402
 from algorithms.flower.app import main as app_main  # noqa: E402
 from algorithms.flower.client import make_client_app  # noqa: E402

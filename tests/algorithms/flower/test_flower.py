@@ -21,9 +21,9 @@ pytest.importorskip("flwr", reason="Flower tests need the optional extra 'flower
                                    "(from the checkout: pip install -e '.[flower]', flwr[simulation]==1.41.0)")
 
 from algorithms import reference_loop  # noqa: E402
-from algorithms.base import get_algorithm  # noqa: E402
-from algorithms.models import build_model  # noqa: E402
-from algorithms.runner import run  # noqa: E402
+from algorithms.engine.base import get_algorithm  # noqa: E402
+from algorithms.engine.models import build_model  # noqa: E402
+from algorithms.engine.runner import run  # noqa: E402
 from algorithms.flower.records import counts_federation  # noqa: E402
 from algorithms.flower.app import load_client_data, settings_from_run_config  # noqa: E402
 from algorithms.flower.client import KEPT, make_client_app  # noqa: E402

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-import algorithms.cgpfl
-import algorithms.fedavg
-import algorithms.pfedme
+import algorithms.methods.clustered.cgpfl
+import algorithms.methods.averaging.fedavg
+import algorithms.methods.regularized.pfedme
 from pfl_theory import oracle_methods as om
 from verification.core.registry import Verdict, load_all, run_check
 
@@ -32,9 +32,9 @@ def _scaled_prox(real, factor):
 
 
 @pytest.mark.parametrize("name,module,attr,wrap", [
-    ("fedavg", algorithms.fedavg, "local_sgd", lambda f: _scaled_sgd(f, 1.01)),
-    ("pfedme", algorithms.pfedme, "prox_steps", lambda f: _scaled_prox(f, 1.01)),
-    ("cgpfl", algorithms.cgpfl, "prox_steps", lambda f: _scaled_prox(f, 2.0)),
+    ("fedavg", algorithms.methods.averaging.fedavg, "local_sgd", lambda f: _scaled_sgd(f, 1.01)),
+    ("pfedme", algorithms.methods.regularized.pfedme, "prox_steps", lambda f: _scaled_prox(f, 1.01)),
+    ("cgpfl", algorithms.methods.clustered.cgpfl, "prox_steps", lambda f: _scaled_prox(f, 2.0)),
 ])
 def test_a_changed_engine_step_fails(monkeypatch, name, module, attr, wrap):
     # 1% on the local step or on λ of the inner problem: far above the 1e-12 tolerance

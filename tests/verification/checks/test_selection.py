@@ -85,7 +85,7 @@ def test_validation_check_fails_when_the_selector_is_mutated(monkeypatch):
     # of the loss (a sign error in the criterion), it FAILS
     import numpy as np
 
-    from algorithms import cgpfl_validation as cv
+    from algorithms.methods.clustered import cgpfl_validation as cv
 
     out, v = _run("cgpfl.khat_validation_planted")
     m = out.measured

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.models import MLR, QuadraticMean
+from algorithms.engine.models import MLR, QuadraticMean
 from pfl_theory import moreau
 from pfl_theory.constants import mlr_constants
 from verification.estimators import federation as est
@@ -97,7 +97,7 @@ def test_per_sample_gradients_match_autograd_one_by_one():
 def test_sampled_smoothness_dnn_against_exact_hessians():
     """DNN: the power-iteration estimate at sampled points is ‖∇²f_i(w)‖₂ at those points
     (brute force: all eigenvalues of the autograd Hessian), hence a lower estimate of L."""
-    from algorithms.models import DNN
+    from algorithms.engine.models import DNN
 
     rng = np.random.default_rng(5)
     x = torch.as_tensor(rng.normal(size=(2, 12, 3)))

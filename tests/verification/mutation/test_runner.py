@@ -3,7 +3,7 @@ real mutants against their checks (one killed, the unmutated code leaves verdict
 
 import pytest
 
-from algorithms import sam
+from algorithms.methods.sam import sam
 from verification.mutation import runner as mutation
 from verification.mutation.catalogue import CATALOGUE, EXPLAINED_SURVIVORS, KINDS, Mutant
 from verification.core.runner import load_checks
@@ -29,17 +29,17 @@ def test_applied_patches_importers_and_restores():
     m = next(m for m in CATALOGUE if m.name == "sam.sign_flip")
     with mutation.applied(m):
         assert sam.perturbation is not original
-        assert plgu_checks.perturbation is sam.perturbation  # `from algorithms.sam import ...`
+        assert plgu_checks.perturbation is sam.perturbation  # `from algorithms.methods.sam.sam import ...`
     assert sam.perturbation is original and plgu_checks.perturbation is original
     with pytest.raises(ValueError, match="module:name"):
-        mutation._resolve("algorithms.sam")
+        mutation._resolve("algorithms.methods.sam.sam")
     with pytest.raises(ValueError, match="kind"):
-        Mutant("x", "typo", "algorithms.sam:perturbation", lambda f: f, ("plgu.perturbation_norm",))
+        Mutant("x", "typo", "algorithms.methods.sam.sam:perturbation", lambda f: f, ("plgu.perturbation_norm",))
 
 
 def test_a_killed_mutant_and_an_identity_mutant(capsys):
     killed = next(m for m in CATALOGUE if m.name == "sam.rho_x1.01")
-    harmless = Mutant("identity", "constant", "algorithms.sam:perturbation", lambda f: f,
+    harmless = Mutant("identity", "constant", "algorithms.methods.sam.sam:perturbation", lambda f: f,
                       ("plgu.perturbation_norm",))
     res = mutation.run_mutants([killed, harmless], quick=True)
     assert res[0].killed and "HOLDS → FAILS" in res[0].changes[0]

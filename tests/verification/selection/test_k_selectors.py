@@ -6,8 +6,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from algorithms.base import flatten, get_algorithm
-from algorithms.models import build_model
+from algorithms.engine.base import flatten, get_algorithm
+from algorithms.engine.models import build_model
 from verification.experiments.cgpfl import CGPFL_HP
 from verification.selection.k_data import SelectionCase, make_case_federation
 from verification.selection.k_cases import TRAIN_RESTARTS, BenchConfig

@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from algorithms.models import MLP
-from algorithms.ppfe_ensemble import ensemble_accuracy
+from algorithms.engine.models import MLP
+from algorithms.methods.ppfe.ppfe_ensemble import ensemble_accuracy
 from synthetic.permuted_labels import permuted_label_federation
 from verification.selection import stages_nn as nn
 from verification.selection.stage_selectors import REFERENCES, one_se_pick

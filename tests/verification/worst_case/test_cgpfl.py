@@ -88,7 +88,7 @@ def test_the_engine_records_the_printed_gradient_k_times_cluster_size_the_proofs
     # m = K|C_k| — the scaling the printed-normalisation check relies on
     import torch
 
-    from algorithms.base import State
+    from algorithms.engine.base import State
     from verification.worst_case import quadratic_clients as qc
 
     s = W.CGPFLSetting(contexts=2, per_context=2, rounds=1, lam=3.0, mu=0.1, beta=0.5)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from algorithms.fedavg import FedAvg
-from algorithms.perfedavg import PerFedAvg
-from algorithms.pfedme import PFedMe
+from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.regularized.perfedavg import PerFedAvg
+from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory import oracle_methods as om
 from verification.worst_case import quadratic_clients as qc
 

@@ -1,0 +1,1 @@
+"""Methods of the averaging family (see :mod:`algorithms.methods`)."""

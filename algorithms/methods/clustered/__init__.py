@@ -1,0 +1,1 @@
+"""Methods of the clustered family (see :mod:`algorithms.methods`)."""

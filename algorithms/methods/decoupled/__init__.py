@@ -1,0 +1,1 @@
+"""Methods of the decoupled family (see :mod:`algorithms.methods`)."""

@@ -1,0 +1,1 @@
+"""Methods of the ppfe family (see :mod:`algorithms.methods`)."""

@@ -1,0 +1,1 @@
+"""Methods of the prototypes family (see :mod:`algorithms.methods`)."""

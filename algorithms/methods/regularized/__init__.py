@@ -1,0 +1,1 @@
+"""Methods of the regularized family (see :mod:`algorithms.methods`)."""

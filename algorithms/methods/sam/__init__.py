@@ -1,0 +1,1 @@
+"""Methods of the sam family (see :mod:`algorithms.methods`)."""

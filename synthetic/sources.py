@@ -170,10 +170,15 @@ def _paper_partition(spec: DataSpec, name: str, x, y):
 @functools.lru_cache(maxsize=None)
 def _embedded_pool(name: str):
     """An embedded dataset, loaded once per process (parsing MNIST-5k's CSV takes seconds;
-    sweeps and tests build many federations from it).  Read-only arrays."""
+    sweeps and tests build many federations from it) and checked against its pins.
+    Read-only arrays."""
     from synthetic import datasets
+    from synthetic.real_data.registry import EMBEDDED_PINS
+    from synthetic.real_data.validate import check_split
 
     x, y = datasets.load_dataset(name)
+    short = next(k for k, v in EMBEDDED.items() if v == name)
+    check_split(short, "embedded", x, y, EMBEDDED_PINS[short])
     x.flags.writeable = False
     y.flags.writeable = False
     return x, y

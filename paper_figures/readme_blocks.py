@@ -1,0 +1,169 @@
+"""The README's numbers, generated from result files — never typed by hand.
+
+The README holds blocks between ``<!-- BEGIN generated:NAME -->`` and
+``<!-- END generated:NAME -->``; :func:`render` rewrites each block from its result file:
+
+==============  ==========================================================================
+block           result file (committed, small)
+==============  ==========================================================================
+``quickstart``  ``benchmarks/results/quickstart_times.json`` (``benchmarks/quickstart_times.py``)
+``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
+                written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
+``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs: one row per cell)
+==============  ==========================================================================
+
+Each block states the date, commit and machine of its result. A block whose file is absent
+says which command writes it. ``python -m paper_figures.readme_blocks`` rewrites README.md;
+``--check`` exits 1 when README.md differs from what the files say (a test runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "benchmarks" / "results" / "quickstart_times.json"
+VERDICTS = ROOT / "docs" / "results" / "verify_quick.json"
+RESULTS = ROOT / "paper_figures" / "results"
+BLOCK = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n)(.*?)(<!-- END generated:\2 -->)", re.S)
+ORDER = ("HOLDS", "FAILS", "VACUOUS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR")
+
+
+def _conditions(env: dict) -> str:
+    parts = [env.get("date", "?"), f"commit {env.get('commit', '?')}", env.get("machine", "?")]
+    if "load" in env:
+        parts.append(f"load {env['load']}")
+    return ", ".join(str(p) for p in parts)
+
+
+def digest(results: dict, *, commit: str, machine: str) -> dict:
+    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper."""
+    per_paper: dict[str, Counter] = defaultdict(Counter)
+    for chk in results["checks"]:
+        per_paper[chk["paper"].split(" (")[0]][chk["verdict"]] += 1
+    env = results.get("environment", {})
+    return {"environment": {"date": str(env.get("time", env.get("date", "?")))[:16],
+                            "commit": commit, "machine": machine},
+            "size": results.get("size"), "total": len(results["checks"]),
+            "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())}}
+
+
+def quickstart_block(data: dict | None) -> str:
+    if data is None:
+        return f"(no timings yet: run `python benchmarks/quickstart_times.py`, which writes " \
+               f"{QUICKSTART.relative_to(ROOT)})\n"
+    lines = ["```bash"]
+    width = max(len(c["command"]) for c in data["commands"])
+    for c in data["commands"]:
+        took = f"{c['seconds']:.0f} s" if c["seconds"] >= 1 else "< 1 s"
+        status = "" if c["returncode"] == 0 else f", exit {c['returncode']}"
+        lines.append(f"{c['command']:<{width}}  # {took}{status}: {c['what']}")
+    lines += ["```", f"Times measured by `benchmarks/quickstart_times.py`: "
+              f"{_conditions(data['environment'])}.", ""]
+    return "\n".join(lines)
+
+
+def verdicts_block(data: dict | None) -> str:
+    if data is None:
+        return ("(no verification digest yet: run `pflt verify --quick --out runs/verify`, "
+                "then `python -m paper_figures.readme_blocks --digest runs/verify/results.json`)\n")
+    seen = [v for v in ORDER if any(v in c for c in data["per_paper"].values())]
+    seen += sorted({v for c in data["per_paper"].values() for v in c} - set(seen))
+    lines = ["| paper | checks | " + " | ".join(seen) + " |",
+             "|---|---|" + "---|" * len(seen)]
+    for paper, counts in data["per_paper"].items():
+        lines.append(f"| {paper} | {sum(counts.values())} | "
+                     + " | ".join(str(counts.get(v, 0)) for v in seen) + " |")
+    lines += ["", f"`pflt verify --{data['size']}`, {data['total']} checks: "
+              f"{_conditions(data['environment'])}.", ""]
+    return "\n".join(lines)
+
+
+def real_data_block(results_dir: Path) -> str:
+    rows = []
+    for path in sorted(results_dir.glob("*.csv")):
+        with path.open(newline="") as fh:
+            cells = list(csv.DictReader(fh))
+        if not cells or "method" not in cells[0]:
+            continue
+        methods = sorted({c["method"] for c in cells})
+        seeds = sorted({c.get("seed", "") for c in cells})
+        values = [float(c["value"]) for c in cells if c.get("value") not in (None, "")]
+        rows.append(f"| `{path.stem}` | {len(cells)} | {len(methods)} | {len(seeds)} | "
+                    f"{min(values):.4f} … {max(values):.4f} |" if values else
+                    f"| `{path.stem}` | {len(cells)} | {len(methods)} | {len(seeds)} | – |")
+    if not rows:
+        return "(no reproduction results yet: see docs/reproduction.md)\n"
+    return "\n".join(["| result file | cells | methods | seeds | values (range) |",
+                      "|---|---|---|---|---|", *rows, ""])
+
+
+def _load(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def render(text: str, *, root: Path = ROOT) -> str:
+    """``text`` with every generated block rewritten from the result files under ``root``."""
+    makers = {
+        "quickstart": lambda: quickstart_block(_load(root / QUICKSTART.relative_to(ROOT))),
+        "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT))),
+        "real_data": lambda: real_data_block(root / RESULTS.relative_to(ROOT)),
+    }
+
+    def replace(m: re.Match) -> str:
+        if m.group(2) not in makers:
+            raise ValueError(f"README block {m.group(2)!r} has no generator; "
+                             f"known: {', '.join(makers)}")
+        return m.group(1) + makers[m.group(2)]() + m.group(4)
+
+    return BLOCK.sub(replace, text)
+
+
+def _git_commit() -> str:
+    import subprocess
+
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "?"
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.machine()} {os.cpu_count()} cores, {platform.system()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m paper_figures.readme_blocks",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if README.md differs from what the result files say")
+    ap.add_argument("--digest", metavar="RESULTS_JSON",
+                    help="first write docs/results/verify_quick.json from a pflt verify results.json")
+    args = ap.parse_args(argv)
+    if args.digest:
+        results = json.loads(Path(args.digest).read_text())
+        VERDICTS.parent.mkdir(parents=True, exist_ok=True)
+        VERDICTS.write_text(json.dumps(digest(results, commit=_git_commit(),
+                                              machine=_machine()), indent=2) + "\n")
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    new = render(text)
+    if args.check:
+        if new != text:
+            print("README.md is stale: run python -m paper_figures.readme_blocks", file=sys.stderr)
+            return 1
+        return 0
+    readme.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""paper_figures.readme_blocks: the README's numbers come from result files (issue 36)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from paper_figures import readme_blocks as rb
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_is_short_and_its_generated_blocks_are_up_to_date():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    assert {"quickstart", "verdicts", "real_data"} <= {m.group(2) for m in rb.BLOCK.finditer(text)}
+    assert rb.render(text) == text, "README.md is stale: python -m paper_figures.readme_blocks"
+
+
+def _tree(tmp_path, quickstart=None, verdicts=None):
+    for rel, data in ((rb.QUICKSTART, quickstart), (rb.VERDICTS, verdicts)):
+        if data is not None:
+            path = tmp_path / rel.relative_to(rb.ROOT)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(data))
+    (tmp_path / "paper_figures" / "results").mkdir(parents=True, exist_ok=True)
+    return tmp_path
+
+
+TEXT = ("a\n<!-- BEGIN generated:quickstart -->\nstale 3 s\n<!-- END generated:quickstart -->\n"
+        "<!-- BEGIN generated:verdicts -->\n<!-- END generated:verdicts -->\n")
+ENV = {"date": "2026-11-28 15:00 UTC", "commit": "abc1234", "machine": "2 cores"}
+
+
+def test_a_hand_edited_number_is_replaced_by_the_files_number(tmp_path):
+    root = _tree(tmp_path, quickstart={"environment": ENV, "commands": [
+        {"command": "pflt --help", "what": "help", "seconds": 7.4, "returncode": 0},
+        {"command": "pflt data list", "what": "data", "seconds": 0.2, "returncode": 2}]})
+    out = rb.render(TEXT, root=root)
+    assert "stale 3 s" not in out
+    assert "pflt --help     # 7 s: help" in out and "# < 1 s, exit 2: data" in out
+    assert "abc1234" in out and rb.render(out, root=root) == out      # idempotent
+    assert "no verification digest yet" in out                        # absent file: the command
+
+
+def test_the_verdict_table_counts_each_paper(tmp_path):
+    results = {"environment": {"time": "2026-11-28T15:00:00"}, "size": "quick", "checks": [
+        {"paper": "pFedMe (NeurIPS 2020)", "verdict": "HOLDS"},
+        {"paper": "pFedMe (NeurIPS 2020)", "verdict": "FAILS"},
+        {"paper": "CGPFL (IJCAI 2022)", "verdict": "VACUOUS"}]}
+    data = rb.digest(results, commit="abc1234", machine="2 cores")
+    assert data["per_paper"] == {"CGPFL": {"VACUOUS": 1}, "pFedMe": {"FAILS": 1, "HOLDS": 1}}
+    out = rb.render(TEXT, root=_tree(tmp_path, verdicts=data))
+    assert "| pFedMe | 2 | 1 | 1 | 0 |" in out and "| CGPFL | 1 | 0 | 0 | 1 |" in out
+
+
+def test_an_unknown_block_is_an_error():
+    with pytest.raises(ValueError, match="no generator"):
+        rb.render("<!-- BEGIN generated:nope -->\n<!-- END generated:nope -->")
+
+
+def test_check_mode_fails_on_a_stale_readme(tmp_path, monkeypatch):
+    readme = tmp_path / "README.md"
+    readme.write_text(TEXT)
+    monkeypatch.setattr(rb, "ROOT", tmp_path)
+    monkeypatch.setattr(rb, "render", lambda text: text + "new\n")
+    assert rb.main(["--check"]) == 1
+    monkeypatch.setattr(rb, "render", lambda text: text)
+    assert rb.main(["--check"]) == 0

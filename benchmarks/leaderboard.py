@@ -202,6 +202,9 @@ def main(argv=None) -> int:
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--progress", action="store_true", help="per-run progress bars")
+    ap.add_argument("--device", default=None,
+                    help="cpu or cuda[:K] for every run (default: as pflt run, cuda when "
+                         "available)")
     args = ap.parse_args(argv)
     algorithms = args.algorithms or list(registry())
     unknown = sorted(set(algorithms) - set(registry()))
@@ -222,6 +225,8 @@ def main(argv=None) -> int:
             argv_sweep = ["sweep", str(cfg), "--out", str(where)]
             if not args.progress:
                 argv_sweep.append("--no-progress")
+            if args.device:
+                argv_sweep += ["--device", args.device]
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
                 code = pflt(argv_sweep)
@@ -235,7 +240,8 @@ def main(argv=None) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     conditions = (f"{stamp}; N = {args.clients} clients, T = {args.rounds} rounds, "
                   f"{args.seeds} seed(s), --model dnn (FedBN mlp-bn), paper defaults; "
-                  f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}")
+                  f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}"
+                  + (f", --device {args.device}" if args.device else ""))
     with open(args.out / "leaderboard.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["setting"])
         writer.writeheader()

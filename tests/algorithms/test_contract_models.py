@@ -1,8 +1,8 @@
 """The papers' networks pass the contract battery (algorithms/testing.py) under the
 algorithms that use them: CGPFL's CNN under FedAvg, PPFE's CNN under PPFE (its heads span
-the dense layers), PLGU's ResNet-18-GN under FedAvg and PLGU-GRep (slow tier: a ResNet-18,
-even 4 channels wide, is ~100× a small CNN's step) — on the planted image problem, on every
-device present."""
+the dense layers), PLGU's ResNet-18-GN (4 channels wide) under FedAvg and PLGU-GRep (slow
+tier: its 16 cases take ~50 s on the shared 2-core machine) — on the planted image problem,
+on every device present."""
 
 import pytest
 import torch

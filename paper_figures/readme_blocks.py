@@ -43,7 +43,9 @@ def _conditions(env: dict) -> str:
 
 
 def digest(results: dict, *, commit: str, machine: str) -> dict:
-    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper."""
+    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper, and
+    each check's id, paper, kind, verdict, seeds holding and seconds (the docs' findings page,
+    :mod:`paper_figures.docs_pages`)."""
     per_paper: dict[str, Counter] = defaultdict(Counter)
     for chk in results["checks"]:
         per_paper[chk["paper"].split(" (")[0]][chk["verdict"]] += 1
@@ -51,7 +53,10 @@ def digest(results: dict, *, commit: str, machine: str) -> dict:
     return {"environment": {"date": str(env.get("time", env.get("date", "?")))[:16],
                             "commit": commit, "machine": machine},
             "size": results.get("size"), "total": len(results["checks"]),
-            "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())}}
+            "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())},
+            "checks": [{k: chk.get(k) for k in ("id", "paper", "kind", "verdict",
+                                                "seeds_holding", "n_seeds", "seconds")}
+                       for chk in results["checks"]]}
 
 
 def quickstart_block(data: dict | None) -> str:

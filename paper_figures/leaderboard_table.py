@@ -17,14 +17,23 @@ from pathlib import Path
 _FLOATS = ("last_mean", "last_sd", "best_mean", "best_sd", "seconds_per_round")
 
 
+def ahead(a: tuple[float, float, int], b: tuple[float, float, int]) -> bool | None:
+    """Whether mean ``a`` exceeds mean ``b`` by more than two combined standard errors; each is
+    ``(mean, sd, n)`` over seeds (an undefined sd — one seed — counts as 0). ``None`` when
+    either has no seed or ``a`` is not finite. The leaderboard's "better than Local" and
+    ``pflt compare``'s "within noise" are this rule."""
+    (ma, sa, na), (mb, sb, nb) = a, b
+    if not (na and nb) or not math.isfinite(ma):
+        return None
+    se = math.sqrt(sum((s if math.isfinite(s) else 0.0) ** 2 / n for s, n in ((sa, na), (sb, nb))))
+    return ma > mb + 2 * se
+
+
 def beats(r: dict, local: dict) -> bool | None:
     """Whether ``r``'s mean last-round accuracy exceeds Local's by more than two combined
-    standard errors (``None`` when either has no finished seed)."""
-    if not (r["n"] and local["n"]) or not math.isfinite(r["last_mean"]):
-        return None
-    se = math.sqrt(sum((x["last_sd"] if math.isfinite(x["last_sd"]) else 0.0) ** 2 / x["n"]
-                       for x in (r, local)))
-    return r["last_mean"] > local["last_mean"] + 2 * se
+    standard errors (:func:`ahead`; ``None`` when either has no finished seed)."""
+    return ahead((r["last_mean"], r["last_sd"], r["n"]),
+                 (local["last_mean"], local["last_sd"], local["n"]))
 
 
 def judge_against_local(rows: list[dict]) -> list[dict]:

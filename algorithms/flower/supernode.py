@@ -24,7 +24,8 @@ with two changes:
 
 A run whose FAB names another ClientApp is refused (error reply).  The process is one pid
 per client: stopping it stops the node and its executor; SIGTERM or SIGINT ends it within
-``EXIT_WITHIN`` = 3 s (Flower's graceful shutdown gets that long: :func:`bounded_shutdown`).  Uses Flower internals (the
+``EXIT_WITHIN`` = 3 s (Flower's graceful shutdown gets that long:
+:func:`bounded_shutdown`).  Uses Flower internals (the
 Runtime API client and the SuperNode loop's ``time`` module): tied to the pinned
 ``flwr==1.41.0``; the stock ``flower-supernode`` works with the same apps, only slower.
 """

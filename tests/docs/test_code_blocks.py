@@ -8,8 +8,8 @@ that cannot run here (it installs packages, needs the network or a Flower deploy
 for many minutes) carries ``<!-- docs-test: skip (why) -->`` on the line before its fence;
 :data:`MAX_SKIPPED` caps how many do. ``docs/extending.md`` is assembled into files and run by
 ``tests/test_extending_doc.py`` and docs/flower.md's python snippets by
-``tests/algorithms/flower/test_docs.py`` (:data:`OWN_TEST`). Generated pages (``results/``, ``reference/``) and the
-archived lab notes are not guides and are not run.
+``tests/algorithms/flower/test_docs.py`` (:data:`OWN_TEST`). Generated pages (``results/``,
+``reference/``) and the archived lab notes are not guides and are not run.
 """
 
 from __future__ import annotations

@@ -182,6 +182,7 @@ def main(argv=None) -> int:
     if "local" not in algorithms:
         algorithms = ["local", *algorithms]          # the reference every row is judged by
     args.out.mkdir(parents=True, exist_ok=True)
+    commit = _commit()                     # the code the runs use, not the one at the end
     rows, refused = [], []
     for setting in args.settings:
         for name in algorithms:
@@ -210,7 +211,7 @@ def main(argv=None) -> int:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["setting"])
         writer.writeheader()
         writer.writerows(rows)
-    environment = {"date": stamp, "commit": _commit(),
+    environment = {"date": stamp, "commit": commit,
                    "machine": f"{os.cpu_count()} CPU cores, {platform.machine()}",
                    "load": f"{os.getloadavg()[0]:.1f}"}
     (args.out / "leaderboard.json").write_text(json.dumps(

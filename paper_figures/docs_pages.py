@@ -70,8 +70,7 @@ def number(key: str, value) -> str:
 def table(rows: list[dict]) -> list[str]:
     """A Markdown table of flat records (the union of their keys, in order of appearance)."""
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    shown = [k.removesuffix("_bytes") + (" (bytes, binary units)" if k.endswith("_bytes")
-                                         else "") for k in keys]
+    shown = [k.removesuffix("_bytes") for k in keys]       # the cells carry their unit
     return ["| " + " | ".join(shown) + " |", "|" + "---|" * len(keys),
             *("| " + " | ".join(number(k, r.get(k)) for k in keys) + " |" for r in rows)]
 
@@ -167,14 +166,13 @@ def other_benchmark(path: Path) -> list[str]:
     """A ``benchmarks/results/*.json`` with ``environment`` and list-of-records values."""
     data = json.loads(path.read_text())
     out = [f"## `{path.name}`", "", f"_{conditions(data.get('environment'))}_", ""]
+    scalars = [f"- {k}: {number(k, v)}" for k, v in data.items()
+               if k != "environment" and not isinstance(v, (list, dict))]
+    out += scalars + ([""] if scalars else [])
     for key, value in data.items():
-        if key == "environment":
-            continue
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             out += [f"**{key}**", "", *table(value), ""]
-        elif not isinstance(value, (list, dict)):
-            out += [f"- {key}: {number(key, value)}"]
-    return out + [""]
+    return out
 
 
 def benchmarks_page(root: Path = ROOT) -> str:

@@ -4,6 +4,7 @@ a client step, a server step, ``init``, a training-side diagnostic — is found.
 
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 
@@ -133,3 +134,25 @@ def test_per_fedavg_adapting_on_test_batches_is_found(fed, model):
     # the public pFedMe code's evaluation (not the paper's method, off by default)
     assert isolation_differences(configured(PerFedAvg, adapt_on="test"), fed, model)
     assert not isolation_differences(configured(PerFedAvg), fed, model)
+
+
+# ---- the documented held-out selectors validate on parts of the training split ----------
+
+def test_cgpfl_validation_of_k_never_reads_the_test_split(fed, model):
+    from algorithms.methods.clustered.cgpfl_validation import validation_select_k
+
+    hp = dict(lam=12.0, personal_lr=0.05, inner_steps=2, lr=0.02, local_rounds=2,
+              batch_size=4)
+    a, b = (validation_select_k(f, model, hp, k_max=2, warmup_rounds=1, rounds=1, seed=1)
+            for f in (fed, with_test_replaced(fed)))
+    assert np.array_equal(a.correct, b.correct) and np.array_equal(a.loss, b.loss)
+
+
+def test_ppfe_stage_validation_never_reads_the_test_split(fed, model):
+    from algorithms.methods.ppfe.ppfe_stage_validation import stage_validation
+
+    alg = configured(registry()["ppfe"], clients_per_round=2)
+    a, b = (stage_validation(alg, f, model, folds=3, cv=1, seed=1)
+            for f in (fed, with_test_replaced(fed)))
+    assert np.array_equal(a.loss_curve, b.loss_curve)
+    assert np.array_equal(a.accuracy_curve, b.accuracy_curve)

@@ -10,7 +10,9 @@ import pytest
 
 import algorithms.isolation
 from algorithms.engine import base
+from algorithms.engine.base import hp
 from algorithms.methods.averaging.fedavg import FedAvg
+from algorithms.methods.regularized.perfedavg import PerFedAvg
 from verification.checks import engine_isolation
 from verification.core.registry import Verdict, load_all, run_check
 
@@ -42,6 +44,22 @@ def test_a_registered_algorithm_reading_the_test_split_fails(monkeypatch):
     assert result.verdict is Verdict.FAILS
     assert result.measured == 1 and list(result.extra["differing"]) == ["peeks-at-test"]
     assert "reading the test split: peeks-at-test: round 1: model global" in result.detail
+
+
+@dataclass(frozen=True)
+class PerFedAvgAdaptingOnTest(PerFedAvg):
+    """The mutant that flips Per-FedAvg's default to the public code's evaluation."""
+
+    adapt_on: str = hp("test", "adapt the evaluated model on test mini-batches", symbol="—")
+
+
+def test_per_fedavg_adapting_on_test_by_default_fails(monkeypatch):
+    # a source mutant flipping one default: the evaluated model adapts on test mini-batches,
+    # an evaluation leak that raises every reported Per-FedAvg accuracy
+    monkeypatch.setitem(base._REGISTRY, "perfedavg", PerFedAvgAdaptingOnTest)
+    result = _run()
+    assert result.verdict is Verdict.FAILS and list(result.extra["differing"]) == ["perfedavg"]
+    assert "perfedavg: round 1: model personalized" in result.detail
 
 
 def test_a_blind_check_is_an_error(monkeypatch):

@@ -30,6 +30,7 @@ the ``isolation`` property of :func:`algorithms.testing.contract_battery` (a plu
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import torch
@@ -102,12 +103,13 @@ def state_differences(a: State, b: State) -> list[str]:
 
 def history_differences(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[str]:
     """The training-side entries (not :func:`is_test_side`) in which two histories differ,
-    each with the first round it differs at."""
+    each with the first round it differs at (values compared as JSON, as the history is
+    saved: floats to the last bit, a NaN equal to a NaN)."""
     out = [f"history has {len(a)} and {len(b)} entries"] if len(a) != len(b) else []
     seen: set[str] = set()
     for ea, eb in zip(a, b):
         for k in sorted(k for k in set(ea) | set(eb) if not is_test_side(k) and k not in seen):
-            if ea.get(k) != eb.get(k):
+            if json.dumps(ea.get(k)) != json.dumps(eb.get(k)):
                 seen.add(k)
                 out.append(f"round {ea.get('round')}: history {k!r}")
     return out

@@ -73,6 +73,8 @@ def test_state_and_history_differences_name_the_entry(fed, model):
     assert history_differences(h, [{**h[0], "global_accuracy": 0.1}]) == []
     assert history_differences(h, [{**h[0], "global_train_loss": 0.5 + 1e-16}]) == \
         ["round 1: history 'global_train_loss'"]
+    nan = [{"round": 1, "mean_beta": float("nan")}]
+    assert history_differences(nan, [dict(nan[0])]) == []
 
 
 @pytest.mark.parametrize("name", sorted(registry()))

@@ -1,0 +1,17 @@
+"""verification/checks/engine_oracles.py: importing it registers one identity check per oracle
+of every family module of verification/oracles (and nothing else)."""
+
+from verification.checks.engine_oracles import FAMILIES
+from verification.core.registry import load_all
+from verification.oracles.registry import oracles
+
+
+def test_every_family_module_is_imported_and_registers_its_checks():
+    checks = load_all()
+    assert set(FAMILIES) == {"averaging", "clustered", "decoupled", "ppfe", "prototypes",
+                             "regularized", "sam"}
+    ids = {i for i, c in checks.items() if i.endswith(".engine_equals_oracle")}
+    assert ids >= {o.check_id for o in oracles().values()}
+    assert len(oracles()) == 30
+    for o in oracles().values():
+        assert checks[o.check_id].kind == "identity"

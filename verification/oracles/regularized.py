@@ -1,6 +1,8 @@
-"""Oracles of the regularized family: Ditto, APFL, L2SGD (pFedMe and Per-FedAvg (FO) are
-checked against their oracle form by :mod:`verification.checks.engine_oracle`).  One client
-at a time on its own ``[1, ...]`` copy, autograd, float64."""
+"""Oracles of the regularized family: pFedMe, Per-FedAvg (HF), Ditto, APFL, L2SGD.  pFedMe and
+Per-FedAvg (FO) are also checked against their full-batch oracle form on quadratics by
+:mod:`verification.checks.engine_oracle`; these per-client oracles add mini-batches, client
+sampling, the Hessian-free step and the adaptation.  One client at a time on its own
+``[1, ...]`` copy, autograd, float64."""
 
 from __future__ import annotations
 
@@ -93,6 +95,80 @@ def l2sgd_round(alg, state, fed, model):
                       {"averaging_steps": torch.tensor(sum(coins))})
 
 
+def pfedme_round(alg, state, fed, model):
+    """pFedMe (Dinh, Tran, Nguyen, NeurIPS 2020), Algorithm 1, per client on mini-batches:
+    every client (``train_clients="all"``) starts w_i = w^t, θ = w_i; for r < R, K steps
+    θ ← θ − η_p(∇f̃_i(θ; D_r) + λ(θ − w_i)) on the r-th mini-batch (θ warm-started), then
+    w_i ← w_i − ηλ(w_i − θ); the server mixes w ← (1 − β)w + β mean_{i∈S} w_i over the S
+    sampled clients (uniform, the paper's).  Draws: the R mini-batches of every client,
+    then S clients (stream 0)."""
+    batches, chosen = o.draws(state, fed, alg.local_rounds, alg.batch_size,
+                              alg.clients_per_round)
+    wt = state.models["global"]
+    personal, local = o.copy(state.models["personalized"]), o.copy(state.models["local"])
+    finals = {}
+    for i in range(fed.num_clients):
+        w = o.copy(wt)
+        theta = o.copy(w)
+        for r in range(alg.local_rounds):
+            x, y = o.batch(fed, batches, r, i)
+            for _ in range(alg.inner_steps):
+                g = o.grad(model, theta, x, y)
+                theta = {k: (theta[k] - alg.personal_lr * (g[k] + alg.lam * (theta[k] - w[k])
+                                                           + alg.code_l2 * theta[k])).detach()
+                         for k in theta}
+            w = {k: w[k] - alg.lr * alg.lam * (w[k] - theta[k]) for k in w}
+        finals[i] = w
+        for k in personal:
+            personal[k][i], local[k][i] = theta[k][0], w[k][0]
+    weights = [int(fed.train.counts[i]) for i in chosen] if alg.aggregation == "weighted" \
+        else None
+    mean = o.mean([finals[i] for i in chosen], weights)
+    glob = {k: (1 - alg.beta) * wt[k] + alg.beta * mean[k] for k in wt}
+    return state.next({"global": glob, "personalized": personal, "local": local})
+
+
+def perfedavg_round(alg, state, fed, model):
+    """Per-FedAvg (Fallah, Mokhtari, Ozdaglar, NeurIPS 2020), Algorithm 1, Hessian-free
+    variant, per sampled client from w^t, R meta steps on three independent mini-batches
+    D, D', D'': w̃ = w − α∇f̃(w; D), g = ∇f̃(w̃; D'),
+    g ← g − α (∇f̃(w + δg; D'') − ∇f̃(w − δg; D''))/(2δ) (the finite-difference Hessian-vector
+    product), w ← w − β g; the server takes Σ n_i w_i / Σ n_i (the documented FedAvg
+    weighting).  Then every client adapts the new global model by one α-step on a
+    mini-batch of its *training* split (stream 1): the evaluated personalized model.  Draws
+    (stream 0): D' for every client, the S clients, then D and D''."""
+    gen = state.generator()
+    outer = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
+    from algorithms.engine.base import sample_clients
+
+    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
+    inner = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
+    hess = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
+    a, d = alg.inner_lr, alg.hf_delta
+    locals_ = []
+    for i in chosen:
+        w = o.copy(state.models["global"])
+        for r in range(alg.local_rounds):
+            g_in = o.grad(model, w, *o.batch(fed, inner, r, i))
+            w_t = {k: w[k] - a * g_in[k] for k in w}
+            g = o.grad(model, w_t, *o.batch(fed, outer, r, i))
+            if alg.variant == "hf":
+                xh, yh = o.batch(fed, hess, r, i)
+                gp = o.grad(model, {k: w[k] + d * g[k] for k in w}, xh, yh)
+                gm = o.grad(model, {k: w[k] - d * g[k] for k in w}, xh, yh)
+                g = {k: g[k] - a * (gp[k] - gm[k]) / (2 * d) for k in g}
+            w = {k: (w[k] - alg.lr * g[k]).detach() for k in w}
+        locals_.append(w)
+    glob = o.mean(locals_, [int(fed.train.counts[i]) for i in chosen])
+    adapt = fed.sample_batches(1, alg.batch_size, state.generator(1))
+    rows = []
+    for i in range(fed.num_clients):
+        g = o.grad(model, glob, *o.batch(fed, adapt, 0, i))
+        rows.append({k: glob[k] - a * g[k] for k in glob})
+    return state.next({"global": glob,
+                       "personalized": {k: torch.cat([r[k] for r in rows]) for k in glob}})
+
+
 def _make(name, **kw):
     def make():
         from algorithms.engine.base import get_algorithm
@@ -109,6 +185,21 @@ def _with_steps(alg, state, fed, model):
     return {**models_of("global", "personalized")(alg, state, fed, model),
             "averaging_steps": state.tensors["averaging_steps"]}
 
+
+register_oracle(Oracle(
+    "pfedme", "pFedMe (Dinh et al., NeurIPS 2020)",
+    "Algorithm 1 on mini-batches, every client trains, S aggregated, β-mixing",
+    _make("pfedme", lam=3.0, lr=0.05, personal_lr=0.05, inner_steps=2, local_rounds=2,
+          batch_size=5, beta=1.5, clients_per_round=3), o.default_setting,
+    stepwise(pfedme_round, models_of("global", "personalized", "local")),
+    models_of("global", "personalized", "local")))
+
+register_oracle(Oracle(
+    "perfedavg", "Per-FedAvg (Fallah et al., NeurIPS 2020)",
+    "Algorithm 1, Hessian-free variant, and the one-step adaptation",
+    _make("perfedavg", lr=0.1, inner_lr=0.05, variant="hf", hf_delta=1e-3, **SMALL),
+    o.default_setting, stepwise(perfedavg_round, models_of("global", "personalized")),
+    models_of("global", "personalized")))
 
 register_oracle(Oracle(
     "ditto", "Ditto (Li et al., ICML 2021)", "Algorithm 1 (s = R personal steps)",

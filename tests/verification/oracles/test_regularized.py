@@ -13,7 +13,11 @@ import algorithms.methods.regularized.pfedme as pfedme
 CHECKS = {"ditto": "ditto.engine_equals_oracle", "apfl": "apfl.engine_equals_oracle",
           "l2sgd": "l2sgd.engine_equals_oracle",
           "pfedme": "pfedme.engine_equals_oracle_form",
-          "perfedavg": "perfedavg.engine_equals_oracle_form"}
+          "perfedavg": "perfedavg.engine_equals_oracle_form",
+          # per-client oracles on mini-batches (HF variant and adaptation for Per-FedAvg)
+          "pfedme-minibatch": "pfedme.engine_equals_oracle",
+          "perfedavg-hf": "perfedavg.engine_equals_oracle",
+          "perfedavg-adapt": "perfedavg.engine_equals_oracle"}
 
 
 @pytest.mark.parametrize("name", CHECKS)
@@ -56,6 +60,11 @@ MUTATIONS = {
     "l2sgd": (l2sgd.L2SGD, "server_aggregate", _l2sgd_sum),
     "pfedme": (pfedme, "prox_steps", lambda f: lambda *a, lam, **k: f(*a, lam=lam * 1.01, **k)),
     "perfedavg": (perfedavg.PerFedAvg, "meta_step", _lr),
+    "pfedme-minibatch": (pfedme, "prox_steps",
+                         lambda f: lambda *a, lam, **k: f(*a, lam=lam * 1.01, **k)),
+    "perfedavg-hf": (perfedavg.PerFedAvg, "meta_step", _lr),
+    "perfedavg-adapt": (perfedavg.PerFedAvg, "adapt",
+                        lambda f: lambda self, model, w, x, y: f(self, model, w, x * 1.01, y)),
 }
 
 

@@ -4,6 +4,10 @@ Importing this module imports every family module of :mod:`verification.oracles`
 registers its oracles and with them the identity checks ``<algorithm>.engine_equals_oracle``
 (:func:`verification.oracles.registry.register_oracle`).  pFedMe, FedAvg, Per-FedAvg (FO) and
 CGPFL are checked against their oracle form by :mod:`verification.checks.engine_oracle`.
+
+The checks are declared by ``@check(oracle.check_id, …)`` inside ``register_oracle``, not
+with literal ids: ``pflt verify --only`` (:func:`verification.core.runner.modules_declaring`)
+therefore always imports this module, whatever the pattern.
 """
 
 from __future__ import annotations

@@ -94,7 +94,3 @@ def draws(state, fed, steps: int, batch_size: int, clients_per_round: int, strea
     batches = fed.sample_batches(steps, batch_size, gen)
     chosen = sample_clients(fed.num_clients, clients_per_round, gen).tolist()
     return batches, chosen
-
-
-def counts(fed) -> list[int]:
-    return [int(c) for c in fed.train.counts]

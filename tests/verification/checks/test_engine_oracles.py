@@ -15,3 +15,12 @@ def test_every_family_module_is_imported_and_registers_its_checks():
     assert len(oracles()) == 32
     for o in oracles().values():
         assert checks[o.check_id].kind == "identity"
+
+
+def test_pflt_verify_only_imports_this_module_for_any_pattern():
+    from verification.core.runner import modules_declaring
+
+    # '*.engine_equals_oracle*' also matches the literal ids of engine_oracle.py
+    for pattern in ("*.engine_equals_oracle*", "fedprox.*", "pfedme.*"):
+        wanted = modules_declaring("verification.checks", pattern)
+        assert wanted is None or "engine_oracles" in wanted, pattern

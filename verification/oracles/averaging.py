@@ -1,7 +1,9 @@
-"""Oracles of the averaging family: Local, FedProx, SCAFFOLD, kNN-Per, FedAvg+FT, FedBABU.
+"""Oracles of the averaging family: FedAvg, Local, FedProx, SCAFFOLD, kNN-Per, FedAvg+FT,
+FedBABU.
 
-FedAvg itself is checked by ``fedavg.engine_equals_oracle_form``
-(:mod:`verification.checks.engine_oracle`, numpy oracle form on quadratic clients).
+FedAvg is also checked by ``fedavg.engine_equals_oracle_form``
+(:mod:`verification.checks.engine_oracle`, numpy oracle form on quadratic clients, full
+batch); its per-client oracle here adds mini-batches and client sampling.
 Every oracle runs one client at a time on its own ``[1, ...]`` copy, autograd, float64.
 """
 
@@ -62,8 +64,8 @@ def fedprox_round(alg, state, fed, model, *, sign=1.0):
 def scaffold_round(alg, state, fed, model, *, flip=False):
     """One SCAFFOLD round from Algorithm 1, option II (Karimireddy et al., ICML 2020),
     client by client with autograd: y ← y − η_l(g_i(y) − c_i + c) K times,
-    c_i⁺ = c_i − c + (x − y)/(Kη_l), x ← x + η_g mean_S Δy, c ← c + (1/N) Σ_S Δc (uniform
-    mean: the paper's ``aggregation="uniform"``).  ``flip``: the deliberately wrong
+    c_i⁺ = c_i − c + (x − y)/(Kη_l), x ← x + η_g mean_S Δy (uniform, the paper's; by sample
+    counts with ``aggregation="weighted"``), c ← c + (1/N) Σ_S Δc.  ``flip``: the deliberately wrong
     c_i⁺ = c_i + c + (x − y)/(Kη)."""
     batches, chosen = o.draws(state, fed, alg.local_rounds, alg.batch_size,
                               alg.clients_per_round)
@@ -83,7 +85,9 @@ def scaffold_round(alg, state, fed, model, *, flip=False):
         dcs.append({k: plus[k] - ci[k] for k in ci})
         for k in ci_all:
             ci_all[k][i] = plus[k][0]
-    new_x = {k: x[k] + alg.global_lr * sum(d[k] for d in dys) / len(chosen) for k in x}
+    w = [int(fed.train.counts[i]) if alg.aggregation == "weighted" else 1 for i in chosen]
+    new_x = {k: x[k] + alg.global_lr * sum(wi * d[k] for wi, d in zip(w, dys)) / sum(w)
+             for k in x}
     new_c = {k: c[k] + sum(d[k] for d in dcs) / fed.num_clients for k in c}
     return state.next({"global": new_x, "control": new_c, "client_control": ci_all})
 
@@ -182,6 +186,11 @@ def _small(name, **extra):
         return get_algorithm(name)(**extra)
     return make
 
+
+register_oracle(Oracle(
+    "fedavg", FEDAVG, "R local SGD steps on mini-batches, S of N clients, Σ n_i w_i / Σ n_i",
+    _small("fedavg", **SMALL), o.default_setting,
+    stepwise(fedavg_round, models_of("global")), models_of("global")))
 
 register_oracle(Oracle(
     "local", FEDAVG, "R local SGD steps per client, no communication",

@@ -1,6 +1,6 @@
 """Oracles of the clustered family: CFL, FedAMP, FedEM, FedFomo (moved from their tests),
-IFCA and CGPFL-Heur (CGPFL is checked against its oracle form by
-:mod:`verification.checks.engine_oracle`).  One client at a time, autograd, float64; the
+IFCA, CGPFL and CGPFL-Heur (CGPFL is also checked against its oracle form with a fixed
+assignment by :mod:`verification.checks.engine_oracle`).  One client at a time, autograd, float64; the
 round's draws are the engine's (same generator, same order, or the method's
 ``first_phase`` where the oracle says so)."""
 
@@ -298,8 +298,9 @@ def _ifca_observe(alg, state, fed, model):
 # ---- CGPFL-Heur -----------------------------------------------------------------------
 
 def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
-    """CGPFL-Heur (Tang, Guo, Guo, IJCAI 2022, Algorithm 1 with K̂ = argmin e(K), §A.9 of
-    the toolkit's formulas), client by client.  Every client i starts from its context
+    """CGPFL (Tang, Guo, Guo, IJCAI 2022, Algorithm 1; K contexts, P^0 round-robin i mod K)
+    and CGPFL-Heur (Algorithm 1 with K̂ = argmin e(K), §A.9 of the toolkit's formulas),
+    client by client.  Every client i starts from its context
     model ω̃_{i,0} = ω_{k(i)}; for r < R: θ ← θ − η(∇f̃_i(θ) + λ(θ − ω̃)) S times on the
     round's r-th mini-batch (θ warm-started), then ω̃ ← ω̃ − β c (ω̃ − θ) (c = λ, the
     documented ``local_step="pfedme"``).  Server: in ``select_round`` K̂ and its labels from
@@ -314,8 +315,10 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
 
     state = alg.init(fed, model, seed)
     n = fed.num_clients
-    omega = [o.row(state.models["context"], j) for j in range(1)]
-    labels = [0] * n
+    heur = alg.name == "cgpfl-heur"
+    k0 = 1 if heur else alg.num_contexts
+    omega = [o.row(state.models["context"], 0) for _ in range(k0)]
+    labels = [i % k0 for i in range(n)]
     c = alg.lam if alg.local_scale <= 0 and alg.local_step == "pfedme" else \
         (alg.local_scale or 2.0 / n)
     out = []
@@ -335,7 +338,7 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
             thetas.append(theta)
             locals_.append(w)
         flat = torch.stack([o_flat_any(w) for w in locals_])
-        if t == alg.select_round:
+        if heur and t == alg.select_round:
             k_max = min(alg.k_max or max(1, n // 2), n)
             sel = select_k(flat.numpy(), mu=alg.mu or RELATIVE_MU,
                            m=fed.train.counts.double().numpy(), k_max=k_max,
@@ -429,6 +432,13 @@ register_oracle(Oracle(
     "ifca", "IFCA (Ghosh et al., NeurIPS 2020)", "Algorithm 1, model averaging",
     _make("ifca", num_contexts=3, lr=0.1, local_rounds=3, batch_size=5, clients_per_round=4),
     o.default_setting, ifca_trajectory, _ifca_observe))
+
+register_oracle(Oracle(
+    "cgpfl", "CGPFL (Tang, Guo, Guo, IJCAI 2022)",
+    "Algorithm 1: S prox steps, local generalized step, k-means, step 4 with α",
+    _make("cgpfl", num_contexts=2, lam=2.0, personal_lr=0.1, inner_steps=2, lr=0.05,
+          alpha=0.8, local_rounds=2, batch_size=5, kmeans_restarts=3), o.default_setting,
+    cgpfl_heur_trajectory, _cgpfl_observe))
 
 register_oracle(Oracle(
     "cgpfl-heur", "CGPFL (Tang, Guo, Guo, IJCAI 2022)",

@@ -12,7 +12,7 @@ def test_every_family_module_is_imported_and_registers_its_checks():
                              "regularized", "sam"}
     ids = {i for i, c in checks.items() if i.endswith(".engine_equals_oracle")}
     assert ids >= {o.check_id for o in oracles().values()}
-    assert len(oracles()) == 32
+    assert len(oracles()) == 34
     for o in oracles().values():
         assert checks[o.check_id].kind == "identity"
 

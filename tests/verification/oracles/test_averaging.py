@@ -10,7 +10,7 @@ import algorithms.methods.averaging.finetuned as finetuned
 import algorithms.methods.averaging.knnper as knnper
 import algorithms.methods.averaging.scaffold as scaffold
 
-NAMES = ["local", "fedprox", "scaffold", "knnper", "fedavg-ft", "fedbabu"]
+NAMES = ["fedavg", "local", "fedprox", "scaffold", "knnper", "fedavg-ft", "fedbabu"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -32,6 +32,7 @@ def _summed(real):
 
 
 MUTATIONS = {
+    "fedavg": (fedavg, "weighted_mean", _summed),
     "local": (fedavg, "local_sgd", _lr),
     "fedprox": (fedprox, "proximal_sgd",
                 lambda f: lambda *a, mu, **k: f(*a, mu=-mu, **k)),

@@ -12,7 +12,8 @@ import algorithms.methods.clustered.fedfomo as fedfomo
 import algorithms.methods.clustered.ifca as ifca
 
 CHECKS = {"cfl": None, "fedamp": None, "fedfomo": None, "fedem": None, "ifca": None,
-          "cgpfl-heur": None, "cgpfl": "cgpfl.engine_equals_oracle_form"}
+          "cgpfl-heur": None, "cgpfl": "cgpfl.engine_equals_oracle_form",
+          "cgpfl-client": "cgpfl.engine_equals_oracle"}
 
 
 @pytest.mark.parametrize("name", CHECKS)
@@ -39,6 +40,8 @@ MUTATIONS = {
              lambda f: lambda model, params, x, y, lr: f(model, params, x, y, lr * 1.01)),
     "cgpfl-heur": (cgpfl, "prox_steps", _prox_lam),
     "cgpfl": (cgpfl, "prox_steps", lambda f: _prox_lam(f, 2.0)),
+    # the cluster means of step 4 made sums
+    "cgpfl-client": (cgpfl, "project", lambda f: lambda params, p: f(params, (p > 0).to(p.dtype))),
 }
 
 

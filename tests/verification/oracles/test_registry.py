@@ -26,9 +26,8 @@ def test_every_algorithm_has_an_engine_equals_oracle_identity_check(checks):
         if not found or any(c.kind != "identity" for c in found):
             missing.append(name)
     assert missing == []
-    # per-client oracles for all but FedAvg and CGPFL, whose oracle form (engine_oracle.py)
-    # is their check; pFedMe and Per-FedAvg have both
-    assert set(names) - set(oracles()) == {"fedavg", "cgpfl"}
+    # a per-client oracle for every one (four also have an oracle form, engine_oracle.py)
+    assert set(names) - set(oracles()) == set()
 
 
 def test_tolerances_are_float64_tight_and_justified(checks):

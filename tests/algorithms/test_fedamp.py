@@ -11,7 +11,7 @@ import algorithms.methods.clustered.fedamp as fedamp
 from algorithms.methods.clustered.fedamp import FedAMP
 from algorithms.engine.models import DNN
 from algorithms.engine.steps import local_sgd
-from verification.oracles.clustered import fedamp_oracle as oracle
+from verification.oracles.clustered_soft import fedamp_oracle as oracle
 
 C = 4
 # float64: sums over 6 clients and a few hundred parameters in another order

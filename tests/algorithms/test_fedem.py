@@ -15,7 +15,7 @@ from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.clustered.fedem import FedEM, Mixture
 from algorithms.engine.models import DNN
 from synthetic.federation import Federation
-from verification.oracles.clustered import fedem_round as oracle_round
+from verification.oracles.clustered_soft import fedem_round as oracle_round
 
 SEED = 11
 

@@ -11,7 +11,7 @@ import algorithms.methods.clustered.fedfomo as fedfomo
 from algorithms.methods.clustered.fedfomo import FedFomo, first_order_weights, split_sizes
 from algorithms.engine.models import DNN
 from algorithms.engine.steps import local_sgd
-from verification.oracles.clustered import fedfomo_oracle as oracle
+from verification.oracles.clustered_soft import fedfomo_oracle as oracle
 
 C = 4
 # float64: sums over 6 clients and a few hundred parameters in another order

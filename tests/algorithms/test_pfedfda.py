@@ -15,7 +15,7 @@ from algorithms.engine.heads import partial_sgd
 from algorithms.engine.features import body_keys
 from algorithms.engine.models import DNN
 from algorithms.methods.prototypes.pfedfda import PFedFDA, gaussian_head, log_priors
-from verification.oracles.prototypes import pfedfda_oracle as oracle
+from verification.oracles.pfedfda import pfedfda_oracle as oracle
 
 C, HIDDEN = 4, 5
 # float64 sums of a few hundred terms in another order (batched vs per-client kernels,

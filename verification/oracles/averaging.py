@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from verification.oracles import common as o
-from verification.oracles.registry import Oracle, models_of, register_oracle, stepwise
+from verification.oracles.registry import Oracle, algorithm, models_of, register_oracle, stepwise
 
 FEDAVG = "McMahan et al., AISTATS 2017"
 SMALL = dict(lr=0.1, local_rounds=3, batch_size=5, clients_per_round=3)
@@ -180,31 +180,25 @@ def finetuned_round(alg, state, fed, model, *, fedbabu: bool):
     return state.next(models)
 
 
-def _small(name, **extra):
-    def make():
-        from algorithms.engine.base import get_algorithm
-        return get_algorithm(name)(**extra)
-    return make
-
 
 register_oracle(Oracle(
     "fedavg", FEDAVG, "R local SGD steps on mini-batches, S of N clients, Σ n_i w_i / Σ n_i",
-    _small("fedavg", **SMALL), o.default_setting,
+    algorithm("fedavg", **SMALL), o.default_setting,
     stepwise(fedavg_round, models_of("global")), models_of("global")))
 
 register_oracle(Oracle(
     "local", FEDAVG, "R local SGD steps per client, no communication",
-    _small("local", lr=0.1, local_rounds=3, batch_size=5), o.default_setting,
+    algorithm("local", lr=0.1, local_rounds=3, batch_size=5), o.default_setting,
     stepwise(local_round, models_of("local")), models_of("local")))
 
 register_oracle(Oracle(
     "fedprox", "FedProx (Li et al., MLSys 2020)", "eq. 2 and Algorithm 2",
-    _small("fedprox", mu=0.7, **SMALL), o.default_setting,
+    algorithm("fedprox", mu=0.7, **SMALL), o.default_setting,
     stepwise(fedprox_round, models_of("global")), models_of("global")))
 
 register_oracle(Oracle(
     "scaffold", "SCAFFOLD (Karimireddy et al., ICML 2020)", "Algorithm 1, option II",
-    _small("scaffold", global_lr=0.8, **SMALL), o.default_setting,
+    algorithm("scaffold", global_lr=0.8, **SMALL), o.default_setting,
     stepwise(scaffold_round, models_of("global", "control", "client_control")),
     models_of("global", "control", "client_control")))
 
@@ -219,7 +213,7 @@ def _mlr_setting(seed):
 register_oracle(Oracle(
     "knnper", "kNN-Per (Marfoq et al., ICML 2022)",
     "FedAvg training; eqs. 3-4 predictor on the training-row datastore",
-    _small("knnper", lam=0.5, neighbours=4, **SMALL), _mlr_setting, _knnper_trajectory,
+    algorithm("knnper", lam=0.5, neighbours=4, **SMALL), _mlr_setting, _knnper_trajectory,
     _knnper_observe,
     tolerance_reason="float64; cdist and softmax vs direct sums of a few dozen terms "
                      "(~1e-15); accuracies compared exactly"))
@@ -229,7 +223,7 @@ for _name, _babu in (("fedavg-ft", False), ("fedbabu", True)):
         _name, "FedBABU (Oh et al., ICLR 2022)" if _babu else f"FedAvg+FT ({FEDAVG}; PPFE "
         "Table 1)", "Algorithm 1 (random fixed head, body averaged) + head fine-tuning"
         if _babu else "FedAvg + full local fine-tuning",
-        _small(_name, finetune_steps=2, finetune_lr=0.05, **SMALL), o.default_setting,
+        algorithm(_name, finetune_steps=2, finetune_lr=0.05, **SMALL), o.default_setting,
         stepwise(lambda a, s, f, m, _b=_babu: finetuned_round(a, s, f, m, fedbabu=_b),
                  models_of(*(("body", "head", "personalized") if _babu
                              else ("global", "personalized")))),

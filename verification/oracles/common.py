@@ -50,6 +50,12 @@ def batch(fed, batches: torch.Tensor, r: int, i: int):
     return fed.train.gather(batches[r, i:i + 1])
 
 
+def flat(params: Params) -> torch.Tensor:
+    """One model's parameters (any leading ``[1, ...]`` included) as one vector, in the
+    dict's key order."""
+    return torch.cat([v.reshape(-1) for v in params.values()])
+
+
 def loss(model, params: Params, x, y) -> torch.Tensor:
     """Mean cross-entropy of one client's mini-batch (``x [1, B, ...]``)."""
     return F.cross_entropy(model.forward(params, x)[0], y[0])

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from verification.oracles import common as o
-from verification.oracles.registry import Oracle, models_of, register_oracle, stepwise
+from verification.oracles.registry import Oracle, algorithm, models_of, register_oracle, stepwise
 
 SMALL = dict(lr=0.1, local_rounds=3, batch_size=5, clients_per_round=3)
 
@@ -175,12 +175,6 @@ def fedrod_round(alg, state, fed, model, *, balanced=True):
                        "personal_head": heads}, state.tensors)
 
 
-def _make(name, **kw):
-    def make():
-        from algorithms.engine.base import get_algorithm
-        return get_algorithm(name)(**kw)
-    return make
-
 
 def _bn_setting(seed):
     from algorithms.engine.models_norm import BatchNormMLP
@@ -203,21 +197,21 @@ for _name, _extra in (("fedrep", {"head_steps": 2}), ("fedper", {}), ("lgfedavg"
         {"fedrep": "Algorithm 1 (head steps, then body steps; body averaged)",
          "fedper": "joint local SGD, body averaged, heads personal",
          "lgfedavg": "joint local SGD, head averaged, bodies local"}[_name],
-        _make(_name, **_extra, **SMALL), lambda seed: o.default_setting(seed, hidden=(5, 4)),
+        algorithm(_name, **_extra, **SMALL), lambda seed: o.default_setting(seed, hidden=(5, 4)),
         stepwise(decoupled_round, _DECOUPLED), _DECOUPLED))
 
 register_oracle(Oracle(
     "fedala", "FedALA (Zhang et al., AAAI 2023)", "Algorithm 1, eqs. 4-5",
-    _make("fedala", ala_steps=2, ala_start_steps=4, ala_lr=1.0, **SMALL), o.default_setting,
+    algorithm("fedala", ala_steps=2, ala_start_steps=4, ala_lr=1.0, **SMALL), o.default_setting,
     stepwise(fedala_round, _ala_observe), _ala_observe, rounds=3))   # round 0 has no ALA
 
 register_oracle(Oracle(
     "fedbn", "FedBN (Li et al., ICLR 2021)", "Algorithm 1 (BN layers local)",
-    _make("fedbn", **SMALL), _bn_setting,
+    algorithm("fedbn", **SMALL), _bn_setting,
     stepwise(fedbn_round, models_of("global", "local_norm")), models_of("global", "local_norm")))
 
 register_oracle(Oracle(
     "fedrod", "FedRoD (Chen & Chao, ICLR 2022)", "eqs. 6-7, Algorithm 1",
-    _make("fedrod", personal_lr=0.2, **SMALL), o.default_setting,
+    algorithm("fedrod", personal_lr=0.2, **SMALL), o.default_setting,
     stepwise(fedrod_round, models_of("body", "generic_head", "personal_head")),
     models_of("body", "generic_head", "personal_head")))

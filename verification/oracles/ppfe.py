@@ -18,7 +18,7 @@ import torch
 
 from algorithms.engine.base import State
 from verification.oracles import common as o
-from verification.oracles.registry import Oracle, register_oracle
+from verification.oracles.registry import Oracle, algorithm, register_oracle
 
 
 def _personal_layers(alg, stage, model):
@@ -136,19 +136,13 @@ def _observe(alg, state, fed, model):
     return {**q, "weights": state.tensors["weights"], "alphas": state.tensors["alphas"]}
 
 
-def _make():
-    from algorithms.engine.base import get_algorithm
-
-    return get_algorithm("ppfe")(lr=0.1, local_rounds=2, head_steps=2, batch_size=5,
-                                 clients_per_round=3, stages=2, total_rounds=3,
-                                 stage_fractions="1,2", reduction="svd", shrink=0.5,
-                                 body_lr_decay=0.8, inverse_temperature=0.7)
-
-
 register_oracle(Oracle(
     "ppfe", "PPFE (Emrani, Najafi, Motahari, arXiv 2602.14244)",
     "Algorithm 1 as reconstructed (stages, SAMME α, eq. 7 reweighting, SVD heads)",
-    _make, lambda seed: o.default_setting(seed, hidden=(5, 4)), ppfe_trajectory, _observe,
+    algorithm("ppfe", lr=0.1, local_rounds=2, head_steps=2, batch_size=5, clients_per_round=3,
+              stages=2, total_rounds=3, stage_fractions="1,2", reduction="svd", shrink=0.5,
+              body_lr_decay=0.8, inverse_temperature=0.7),
+    lambda seed: o.default_setting(seed, hidden=(5, 4)), ppfe_trajectory, _observe,
     rounds=3,   # round 0 is stage 0, round 1 the transition to stage 1, round 2 its last
     tolerance=1e-8,
     tolerance_reason="a solver: the rank projection is an SVD (LAPACK on one client vs "

@@ -157,3 +157,22 @@ def models_of(*names: str) -> Callable[..., Quantities]:
     def observe(alg, state, fed, model):
         return {f"{n}/{k}": v for n in names for k, v in state.models[n].items()}
     return observe
+
+
+def per_round(final: Callable[..., Any], quantities: Callable[[Any], Quantities]
+              ) -> Callable[..., list[Quantities]]:
+    """A trajectory from an oracle that returns its result after ``rounds`` rounds,
+    ``final(alg, fed, model, seed, rounds)``: re-run for 1, 2, … rounds (the settings are
+    tiny), each result turned into quantities by ``quantities``."""
+    def trajectory(alg, fed, model, seed, rounds):
+        return [quantities(final(alg, fed, model, seed, r)) for r in range(1, rounds + 1)]
+    return trajectory
+
+
+def algorithm(name: str, **hyperparameters) -> Callable[[], Any]:
+    """``make`` for an :class:`Oracle`: the registered algorithm ``name`` with these
+    hyper-parameters (looked up when the check runs)."""
+    def make():
+        from algorithms.engine.base import get_algorithm
+        return get_algorithm(name)(**hyperparameters)
+    return make

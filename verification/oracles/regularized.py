@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from verification.oracles import common as o
-from verification.oracles.registry import Oracle, models_of, register_oracle, stepwise
+from verification.oracles.registry import Oracle, algorithm, models_of, register_oracle, stepwise
 
 SMALL = dict(local_rounds=3, batch_size=5, clients_per_round=3)
 
@@ -169,12 +169,6 @@ def perfedavg_round(alg, state, fed, model):
                        "personalized": {k: torch.cat([r[k] for r in rows]) for k in glob}})
 
 
-def _make(name, **kw):
-    def make():
-        from algorithms.engine.base import get_algorithm
-        return get_algorithm(name)(**kw)
-    return make
-
 
 def _with_alpha(alg, state, fed, model):
     return {**models_of("global", "local")(alg, state, fed, model),
@@ -189,7 +183,7 @@ def _with_steps(alg, state, fed, model):
 register_oracle(Oracle(
     "pfedme", "pFedMe (Dinh et al., NeurIPS 2020)",
     "Algorithm 1 on mini-batches, every client trains, S aggregated, β-mixing",
-    _make("pfedme", lam=3.0, lr=0.05, personal_lr=0.05, inner_steps=2, local_rounds=2,
+    algorithm("pfedme", lam=3.0, lr=0.05, personal_lr=0.05, inner_steps=2, local_rounds=2,
           batch_size=5, beta=1.5, clients_per_round=3), o.default_setting,
     stepwise(pfedme_round, models_of("global", "personalized", "local")),
     models_of("global", "personalized", "local")))
@@ -197,22 +191,22 @@ register_oracle(Oracle(
 register_oracle(Oracle(
     "perfedavg", "Per-FedAvg (Fallah et al., NeurIPS 2020)",
     "Algorithm 1, Hessian-free variant, and the one-step adaptation",
-    _make("perfedavg", lr=0.1, inner_lr=0.05, variant="hf", hf_delta=1e-3, **SMALL),
+    algorithm("perfedavg", lr=0.1, inner_lr=0.05, variant="hf", hf_delta=1e-3, **SMALL),
     o.default_setting, stepwise(perfedavg_round, models_of("global", "personalized")),
     models_of("global", "personalized")))
 
 register_oracle(Oracle(
     "ditto", "Ditto (Li et al., ICML 2021)", "Algorithm 1 (s = R personal steps)",
-    _make("ditto", lam=0.5, lr=0.1, personal_lr=0.2, **SMALL), o.default_setting,
+    algorithm("ditto", lam=0.5, lr=0.1, personal_lr=0.2, **SMALL), o.default_setting,
     stepwise(ditto_round, models_of("global", "personalized")),
     models_of("global", "personalized")))
 
 register_oracle(Oracle(
     "apfl", "APFL (Deng et al., arXiv 2003.13461)", "Algorithm 1, adaptive α (eq. 10)",
-    _make("apfl", lr=0.1, mix_init=0.5, mix_lr=0.05, **SMALL), o.default_setting,
+    algorithm("apfl", lr=0.1, mix_init=0.5, mix_lr=0.05, **SMALL), o.default_setting,
     stepwise(apfl_round, _with_alpha), _with_alpha))
 
 register_oracle(Oracle(
     "l2sgd", "L2SGD (Hanzely, Richtárik, arXiv 2002.05516)", "Algorithm 1 (L2GD, stochastic)",
-    _make("l2sgd", lr=0.1, lam=1.5, avg_prob=0.4, local_rounds=6, batch_size=5),
+    algorithm("l2sgd", lr=0.1, lam=1.5, avg_prob=0.4, local_rounds=6, batch_size=5),
     o.default_setting, stepwise(l2sgd_round, _with_steps), _with_steps))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from verification.oracles import common as o
-from verification.oracles.registry import Oracle, models_of, register_oracle, stepwise
+from verification.oracles.registry import Oracle, algorithm, models_of, register_oracle, stepwise
 
 
 def sam_epsilon(g: dict, *, rho: float, p: float, scale: dict | None = None) -> dict:
@@ -194,12 +194,6 @@ def pfedhn_round(alg, state, fed, model):
                        "embeddings": {"v": new_v}})
 
 
-def _make(name, **kw):
-    def make():
-        from algorithms.engine.base import get_algorithm
-        return get_algorithm(name)(**kw)
-    return make
-
 
 SMALL = dict(lr=0.1, batch_size=5, clients_per_round=4)
 
@@ -210,30 +204,30 @@ def _deep(seed):
 
 register_oracle(Oracle(
     "fedsam", "FedSAM (Qu et al., ICML 2022)", "FedAvg with SAM local steps (Foret et al. eq. 3)",
-    _make("fedsam", local_rounds=3, rho=0.1, **SMALL), o.default_setting,
+    algorithm("fedsam", local_rounds=3, rho=0.1, **SMALL), o.default_setting,
     stepwise(fedsam_round, models_of("global")), models_of("global")))
 
 register_oracle(Oracle(
     "plgu-lf", "PLGU (Qu et al., CVPR 2023)", "Algorithm 2 (PLGU-LF), eqs. 5-6",
-    _make("plgu-lf", local_rounds=3, rho=0.1, personalized_layers=1, **SMALL), _deep,
+    algorithm("plgu-lf", local_rounds=3, rho=0.1, personalized_layers=1, **SMALL), _deep,
     stepwise(plgu_lf_round, models_of("global", "personalized")),
     models_of("global", "personalized"), rounds=3))    # round 0 has ξ = 0 (θ̃ = w̃)
 
 register_oracle(Oracle(
     "plgu-grep", "PLGU (Qu et al., CVPR 2023)", "Algorithm 3 (PLGU-GRep), eqs. 8-13",
-    _make("plgu-grep", head_steps=2, rho=0.1, **SMALL), _deep,
+    algorithm("plgu-grep", head_steps=2, rho=0.1, **SMALL), _deep,
     stepwise(plgu_grep_round, models_of("shared", "personal", "local_body")),
     models_of("shared", "personal", "local_body"), rounds=3))
 
 _HN = dict(local_rounds=3, hn_lr=0.3, embed_dim=3, hn_hidden=4, hn_layers=1, **SMALL)
 register_oracle(Oracle(
     "pfedhn", "pFedHN (Shamsian et al., ICML 2021)", "hypernetwork eq. 22, Δ-VJP updates",
-    _make("pfedhn", **_HN), o.default_setting,
+    algorithm("pfedhn", **_HN), o.default_setting,
     stepwise(pfedhn_round, models_of("hypernetwork", "embeddings")),
     models_of("hypernetwork", "embeddings")))
 
 register_oracle(Oracle(
     "plgu-ghn", "PLGU (Qu et al., CVPR 2023)", "appendix C, eqs. 22-26 (PLGU-GHN)",
-    _make("plgu-ghn", rho=0.1, **_HN), o.default_setting,
+    algorithm("plgu-ghn", rho=0.1, **_HN), o.default_setting,
     stepwise(pfedhn_round, models_of("hypernetwork", "embeddings")),
     models_of("hypernetwork", "embeddings")))

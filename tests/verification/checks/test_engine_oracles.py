@@ -8,8 +8,8 @@ from verification.oracles.registry import oracles
 
 def test_every_family_module_is_imported_and_registers_its_checks():
     checks = load_all()
-    assert set(FAMILIES) == {"averaging", "clustered", "decoupled", "ppfe", "prototypes",
-                             "regularized", "sam"}
+    assert set(FAMILIES) == {"averaging", "clustered", "clustered_soft", "decoupled", "pfedfda",
+                             "ppfe", "prototypes", "regularized", "sam"}
     ids = {i for i, c in checks.items() if i.endswith(".engine_equals_oracle")}
     assert ids >= {o.check_id for o in oracles().values()}
     assert len(oracles()) == 34

@@ -1,17 +1,14 @@
-"""Clustered-family oracles (verification/oracles/clustered.py, and CGPFL's oracle-form
-check): each identity check HOLDS, and one changed step in the method (monkeypatched) makes
-it FAIL."""
+"""Clustered-family oracles with hard assignments (verification/oracles/clustered.py, and
+CGPFL's oracle-form check): each identity check HOLDS, and one changed step in the method
+(monkeypatched) makes it FAIL."""
 
 import pytest
 
 import algorithms.methods.clustered.cfl as cfl
 import algorithms.methods.clustered.cgpfl as cgpfl
-import algorithms.methods.clustered.fedamp as fedamp
-import algorithms.methods.clustered.fedem as fedem
-import algorithms.methods.clustered.fedfomo as fedfomo
 import algorithms.methods.clustered.ifca as ifca
 
-CHECKS = {"cfl": None, "fedamp": None, "fedfomo": None, "fedem": None, "ifca": None,
+CHECKS = {"cfl": None, "ifca": None,
           "cgpfl-heur": None, "cgpfl": "cgpfl.engine_equals_oracle_form",
           "cgpfl-client": "cgpfl.engine_equals_oracle"}
 
@@ -28,14 +25,6 @@ def _prox_lam(f, factor=1.01):
 MUTATIONS = {
     # the wrong cut: the most similar clients apart
     "cfl": (cfl, "optimal_bipartition", lambda f: lambda sim: f(-sim)),
-    # α of the attention ×1.01
-    "fedamp": (fedamp, "attention_weights",
-               lambda f: lambda *a, alpha, **k: f(*a, alpha=alpha * 1.01, **k)),
-    # normalised weights that sum to 1.01
-    "fedfomo": (fedfomo, "first_order_weights", lambda f: lambda *a: f(*a) * 1.01),
-    # the q-weighted component gradient ×1.01 (a rate)
-    "fedem": (fedem, "weighted_grad",
-              lambda f: lambda *a: {k: v * 1.01 for k, v in f(*a).items()}),
     "ifca": (ifca, "local_sgd",
              lambda f: lambda model, params, x, y, lr: f(model, params, x, y, lr * 1.01)),
     "cgpfl-heur": (cgpfl, "prox_steps", _prox_lam),

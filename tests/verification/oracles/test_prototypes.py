@@ -5,9 +5,8 @@ import pytest
 
 import algorithms.methods.prototypes.fedpac as fedpac
 import algorithms.methods.prototypes.fedproto as fedproto
-import algorithms.methods.prototypes.pfedfda as pfedfda
 
-NAMES = ["fedproto", "fedpac", "pfedfda"]
+NAMES = ["fedproto", "fedpac"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -20,8 +19,6 @@ MUTATIONS = {
     "fedproto": (fedproto, "prototype_penalty", lambda f: lambda p, k, lam: f(p, k, -lam)),
     # Q without its variance term
     "fedpac": (fedpac, "collaboration_matrix", lambda f: lambda h, v: f(h, 0 * v)),
-    # β and 1 − β swapped
-    "pfedfda": (pfedfda, "interpolate", lambda f: lambda beta, *a: f(1 - beta, *a)),
 }
 
 

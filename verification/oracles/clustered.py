@@ -145,11 +145,12 @@ def _ifca_observe(alg, state, fed, model):
 def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
     """CGPFL (Tang, Guo, Guo, IJCAI 2022, Algorithm 1; K contexts, P^0 round-robin i mod K)
     and CGPFL-Heur (Algorithm 1 with K̂ = argmin e(K), §A.9 of the toolkit's formulas),
-    client by client.  Every client i starts from its context
-    model ω̃_{i,0} = ω_{k(i)}; for r < R: θ ← θ − η(∇f̃_i(θ) + λ(θ − ω̃)) S times on the
-    round's r-th mini-batch (θ warm-started), then ω̃ ← ω̃ − β c (ω̃ − θ) (c = λ, the
-    documented ``local_step="pfedme"``).  Server: in ``select_round`` K̂ and its labels from
-    :func:`pfl_theory.cgpfl.select_k` on the uploads ω̃_{i,R}, the contexts entering step
+    client by client.  Every client i starts from its context model ω̃_{i,0} = ω_{k(i)};
+    for r < R: θ ← θ − η(∇f̃_i(θ) + λ(θ − ω̃)) S times on the round's r-th mini-batch (θ
+    warm-started), then ω̃ ← ω̃ − β c (ω̃ − θ) (c = λ for the documented default
+    ``local_step="pfedme"``, 2/N for ``"paper"``, or ``local_scale``).  Server: in
+    ``select_round`` K̂ and its labels from :func:`pfl_theory.cgpfl.select_k` on the uploads
+    ω̃_{i,R} (or θ̃_i with ``select_on="personalized"``), the contexts entering step
     4 are the means of the members' old context models (Ω^t J^t P^{t+1}); in the other
     rounds the labels are k-means (:func:`pfl_theory.kmeans.kmeans`) matched to Ω^t
     (:func:`pfl_theory.kmeans.align_result`).  Shared reading: the clustering solver and its
@@ -185,7 +186,9 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
         flat = torch.stack([o.flat(w) for w in locals_])
         if heur and t == alg.select_round:
             k_max = min(alg.k_max or max(1, n // 2), n)
-            sel = select_k(flat.numpy(), mu=alg.mu or RELATIVE_MU,
+            chosen = flat if alg.select_on == "uploads" else \
+                torch.stack([o.flat(th) for th in thetas])
+            sel = select_k(chosen.numpy(), mu=alg.mu or RELATIVE_MU,
                            m=fed.train.counts.double().numpy(), k_max=k_max,
                            restarts=alg.kmeans_restarts, seed=seed % 2**31)
             new_labels = [int(v) for v in sel.clusterings[sel.k_hat - 1].labels]

@@ -1,0 +1,24 @@
+"""The engine equals its per-client oracle, for every algorithm that has one.
+
+Importing this module imports every family module of :mod:`verification.oracles`; each
+registers its oracles and with them the identity checks ``<algorithm>.engine_equals_oracle``
+(:func:`verification.oracles.registry.register_oracle`).  pFedMe, FedAvg, Per-FedAvg (FO) and
+CGPFL are checked against their oracle form by :mod:`verification.checks.engine_oracle`.
+
+The checks are declared by ``@check(oracle.check_id, …)`` inside ``register_oracle``, not
+with literal ids: ``pflt verify --only`` (:func:`verification.core.runner.modules_declaring`)
+therefore always imports this module, whatever the pattern.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import verification.oracles as _package
+
+FAMILIES = tuple(sorted(info.name for info in pkgutil.iter_modules(_package.__path__)
+                        if info.name not in ("registry", "common")))
+
+for _family in FAMILIES:
+    importlib.import_module(f"verification.oracles.{_family}")

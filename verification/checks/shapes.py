@@ -169,7 +169,7 @@ def corollary2_N(ctx: Context) -> Outcome:
     against Corollary 2's N-dependent terms w√(LT/(Nn)) + √(log(1/δ)/(Nn)) over N ∈ ≥ 1.5
     decades at fixed n.  Why not the ensemble: with linear stages the ensemble w_0 + v_i is the
     client's own least squares (v_i fits the residual of w_0 exactly), whose excess does not
-    depend on N at all (measured ∝ N^0.01 before issue 33), and the N-free personalized terms
+    depend on N at all (measured ∝ N^0.01 on the ensemble), and the N-free personalized terms
     dominate the corollary's total (∝ N^-0.11): that grid exercised no N-scaling."""
     p = ctx.params
 

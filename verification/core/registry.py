@@ -12,6 +12,9 @@ the theoretical value(s) with a verdict:
   loss range, log of the number of sampled functions, ρ_g²/K …) at every point checked: it
   says nothing the trivial bound does not, so it is not counted as HOLDS (set by
   :func:`run_check` from ``Outcome.vacuous``; the report prints the trivial bound beside it);
+* ``NOT RUN`` — an optional dependency is missing (e.g. PEPit for the worst-case checks):
+  nothing was computed; the result's ``extra['not_run_reason']`` says what to install
+  (counted apart in the summary, never as INCONCLUSIVE);
 * ``ERROR`` — the check itself broke (an exception); only this makes ``pflt verify`` exit
   non-zero.
 
@@ -73,12 +76,13 @@ class Verdict(str, Enum):
     ERRATUM = "ERRATUM"
     INCONCLUSIVE = "INCONCLUSIVE"
     VACUOUS = "VACUOUS"
+    NOT_RUN = "NOT RUN"
     ERROR = "ERROR"
 
 
 #: worst first: the aggregate over seeds is the first of these that any seed has
 VERDICT_PRECEDENCE = (Verdict.ERROR, Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE,
-                      Verdict.VACUOUS, Verdict.HOLDS)
+                      Verdict.NOT_RUN, Verdict.VACUOUS, Verdict.HOLDS)
 
 #: what an ERRATUM verdict rests on (``Outcome.erratum_basis``): ``algebra`` = the formula as
 #: printed is inconsistent and our correction makes it consistent by algebra on our own

@@ -144,19 +144,22 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--replace", type=_bool, default=False,
                    help="label-skew: draw samples with replacement (default false)")
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="label-skew: client sizes uniform in [LO, HI]")
+                   help="label-skew: sizes U[LO, HI] (default: fit to the data)")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
-                   help="feature-shift: rotations U[-DEG, DEG] (45; 0: non-images)")
+                   help="feature-shift: rotations U[-DEG, DEG] (default: 45; 0 for non-images)")
     d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
-                   help="feature-shift: contrast log-uniform in [1/F, F] (2)")
+                   help="feature-shift: contrast in [1/F, F]")
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
-                   help="feature-shift: noise std U[0, S] (0.1)")
+                   help="feature-shift: noise std U[0, S]")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
                         "integer; none (the paper's sizes); auto (default: none unless the "
                         "synthetic features exceed 1 GiB, then the largest cap that fits)")
+    from pflt.commands._help import state_defaults
+
+    state_defaults(g._group_actions + d._group_actions)
 
 
 def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:
@@ -202,7 +205,7 @@ def help_text(algorithm: str | None, description: str = "", *,
                      f"implementation: {info.qualname}")
     h = p.add_argument_group(f"{info.name} hyper-parameters")
     for hp in info.hyperparameters:
-        symbol = f"{hp.symbol}: " if hp.symbol else ""
+        symbol = f"{hp.shown_symbol}: " if hp.symbol else ""
         mine = config.get(f"hp_{hp.name}")
         h.add_argument(hp.option, metavar=type(hp.default).__name__.upper(),
                        help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")

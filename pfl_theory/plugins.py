@@ -126,6 +126,28 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {reason}"
 
 
+def plugin_frame(tb) -> tuple[str, str, int, str] | None:
+    """``(spec, file, line, function)`` of the innermost frame of the traceback ``tb`` that
+    runs code of a loaded plugin (its file, or a file inside its package directory), else
+    ``None``: what ``pflt`` names in the one-line header it prints above the traceback of
+    a plugin's own exception."""
+    roots = []
+    for spec, module in _LOADED.items():
+        file = getattr(module, "__file__", None)
+        if file:
+            path = Path(file).resolve()
+            roots.append((spec, path.parent if path.name == "__init__.py" else path))
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        file = Path(code.co_filename).resolve()
+        for spec, root in roots:
+            if file == root or root in file.parents:
+                found = (spec, str(file), tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
+
+
 def load_entry_points() -> list[str]:
     """Import the modules of the entry points in :data:`GROUPS` (once per process); their
     names."""

@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from algorithms.engine.base import State
 from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.engine.checkpoint import save_checkpoint
-from algorithms.engine.evaluation import evaluate_models, model_for, summarize
+from algorithms.engine.evaluation import evaluate_models, evaluated_models, model_for, summarize
 from algorithms.engine.run_files import check_history, read_history_lines, read_json
 from pfl_theory.threads import api_threads, torch_threads
 from pfl_theory.validation import NonFiniteValueError
@@ -119,7 +119,8 @@ def initial_evaluation(algorithm, state: State, federation, model) -> dict[str, 
     out: dict[str, float] = {}
     w = federation.test.counts.double()
     for name, (acc, loss) in evaluate_models(model_for(algorithm, model),
-                                             algorithm.evaluated(state), federation.test).items():
+                                             evaluated_models(algorithm, state),
+                                             federation.test).items():
         out[f"{name}_accuracy"] = summarize(acc, federation.test.counts)["weighted"]
         out[f"{name}_loss"] = float((loss * w).sum() / w.sum())
     return out
@@ -294,7 +295,7 @@ def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: 
     (:func:`algorithms.engine.evaluation.evaluate_models`; the loss only there: the train accuracy
     is not recorded)."""
     entry: dict[str, Any] = {"round": state.round}
-    models = algorithm.evaluated(state)
+    models = evaluated_models(algorithm, state)
     model = model_for(algorithm, model)
     test = evaluate_models(model, models, federation.test)
     train = evaluate_models(model, models, federation.train, accuracy=False) if train_loss else {}

@@ -399,6 +399,18 @@ def default_rounds(algorithm) -> int:
     return int(own()) if callable(own) else DEFAULT_ROUNDS
 
 
+def inert_notes(algorithm, model) -> list[str]:
+    """One note per hyper-parameter that cannot change this run's result with this model
+    (the algorithm's ``inert_hyperparameters(model)``: FedProto's and FedPAC's λ, pFedFDA's
+    η with ``--model mlr``), naming its option, its value and why."""
+    inert = getattr(algorithm, "inert_hyperparameters", None)
+    if not callable(inert):
+        return []
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    return [f"{name}: --{hp.replace('_', '-')} {getattr(algorithm, hp)!r} cannot change the "
+            f"result ({why})" for hp, why in inert(model).items()]
+
+
 def schedule_note(algorithm, model, rounds: int) -> str | None:
     """A warning when ``rounds`` ends before the algorithm's own schedule: how many of its
     stages start and finish (``schedule(model)``: rounds per stage) — else ``None``."""

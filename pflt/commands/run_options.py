@@ -192,8 +192,8 @@ def help_text(algorithm: str | None, description: str = "", *,
         if action.dest in config:
             action.help = f"{action.help} {_from(source, config[action.dest])}"
     if config:
-        p.epilog = (f"[{source}: value]: the value set by --config {source}, used unless "
-                    "the command line gives the option")
+        p.epilog = _epilog(f"[{source}: value]: the value set by --config {source}, used "
+                           "unless the command line gives the option")
     if algorithm is None:
         p.description = description
         p.epilog = ("Hyper-parameters depend on the algorithm; each has its own option "
@@ -211,6 +211,14 @@ def help_text(algorithm: str | None, description: str = "", *,
                        help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")
                        + ("" if mine is None else " " + _from(source, mine)))
     return p.format_help()
+
+
+def _epilog(text: str) -> str:
+    """``text`` as argparse prints it: argparse %-formats an epilog (or description) only
+    when it holds ``%(prog)``, so then every ``%`` is doubled (a file named
+    ``x%(prog)s%d.toml`` raised TypeError)."""
+    escaped = text.replace("%", "%%")
+    return escaped if "%(prog)" in escaped else text
 
 
 def _from(source: str, value: Any) -> str:
@@ -275,17 +283,10 @@ def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) ->
 
 
 def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
+    from pflt.commands._sweep_input import read_toml
+
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    if not path.is_file():
-        raise UserError(f"config {path} is not a file")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+    raw = read_toml(path, "config file")
     flat: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, dict) and key in ("hyperparameters", "data", "run"):
@@ -399,6 +400,18 @@ def default_rounds(algorithm) -> int:
     :data:`DEFAULT_ROUNDS`."""
     own = getattr(algorithm, "schedule_rounds", None)
     return int(own()) if callable(own) else DEFAULT_ROUNDS
+
+
+def inert_notes(algorithm, model) -> list[str]:
+    """One note per hyper-parameter that cannot change this run's result with this model
+    (the algorithm's ``inert_hyperparameters(model)``: FedProto's and FedPAC's λ, pFedFDA's
+    η with ``--model mlr``), naming its option, its value and why."""
+    inert = getattr(algorithm, "inert_hyperparameters", None)
+    if not callable(inert):
+        return []
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    return [f"{name}: --{hp.replace('_', '-')} {getattr(algorithm, hp)!r} cannot change the "
+            f"result ({why})" for hp, why in inert(model).items()]
 
 
 def schedule_note(algorithm, model, rounds: int) -> str | None:

@@ -26,7 +26,6 @@ import json
 import os
 import pkgutil
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -42,13 +41,14 @@ import numpy as np
 from tqdm import tqdm
 
 from pfl_theory.validation import positive_int
-from verification.core.registry import Check, Result, Verdict, run_check
+from verification.core.registry import (DECLARED, Check, DuplicateCheckError, Result, Verdict,
+                                        run_check)
 from verification.core.suite import CheckRun, SuiteRun, aggregate
 from verification.core.report import format_table, write_outputs
 
 
-#: a check declared with a literal id: ``@check("paper.name", …)``
-_DECLARED = re.compile(r"""@check\(\s*(["'])([^"']+)\1""")
+#: a check declared with a literal id (the registry's pattern)
+_DECLARED = DECLARED
 
 
 def modules_declaring(package: str, only: Iterable[str] | str | None) -> list[str] | None:
@@ -101,6 +101,12 @@ def load_checks(package: str = "verification.checks", *,
             continue
         try:
             importlib.import_module(f"{package}.{info.name}")
+        except DuplicateCheckError as exc:
+            if not all(m.startswith("verification.") for m in exc.modules):
+                from pfl_theory.plugins import PluginError  # a plugin took a built-in's id:
+
+                raise PluginError(str(exc)) from exc        # the user's error, one line
+            errors[info.name] = traceback.format_exception_only(type(exc), exc)[-1].strip()
         except Exception as exc:  # a broken module is reported, the others still load
             errors[info.name] = traceback.format_exception_only(type(exc), exc)[-1].strip()
     load_plugins()

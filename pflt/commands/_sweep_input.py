@@ -29,7 +29,10 @@ def read_toml(path: Path, what: str = "sweep file") -> dict:
     """The TOML file ``path`` or a one-line :class:`UserError` (``what``: the file's role,
     in the message for a file nested too deeply — a 3,000-deep list is a RecursionError
     inside ``tomllib``)."""
-    from pflt.commands.run_options import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")

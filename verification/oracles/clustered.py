@@ -211,18 +211,21 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
                 omega.append(prev[j])
         labels = new_labels
         state = state.next(state.models)
-        out.append({**{f"context/{k}": torch.cat([w[k] for w in omega]) for k in omega[0]},
+        out.append({**{f"context/{k}": torch.cat([omega[labels[i]][k] for i in range(n)])
+                       for k in omega[0]},
                     **{f"personalized/{k}": torch.cat([th[k] for th in thetas])
                        for k in thetas[0]},
-                    **{f"local/{k}": torch.cat([w[k] for w in locals_]) for k in locals_[0]},
-                    "assignment": torch.tensor(labels, dtype=torch.float64)})
+                    **{f"local/{k}": torch.cat([w[k] for w in locals_]) for k in locals_[0]}})
     return out
 
 
 def _cgpfl_observe(alg, state, fed, model):
-    return {**models_of("context", "personalized", "local")(alg, state, fed, model),
-            "assignment": state.tensors["assignment"].double()}
-
+    """Every client's context model ω_{k(i)} (not the labels: K identical initial contexts
+    make the label of a cluster a tie that float64 rounding breaks either way; the
+    partition and the models are what the algorithm computes), θ̃_i and ω̃_{i,R}."""
+    context, labels = state.models["context"], state.tensors["assignment"]
+    return {**{f"context/{k}": v[labels] for k, v in context.items()},
+            **models_of("personalized", "local")(alg, state, fed, model)}
 
 
 def _with(*tensors, models=()):

@@ -37,6 +37,9 @@ TOLERANCE_REASON = ("float64; batched kernels against one-client kernels and sum
                     "relative); any changed step (a rate ×1.01, a sign, a sum for a mean) "
                     "moves the state by > 1e-4")
 
+#: the ending of every oracle check's id: ``<algorithm>.engine_equals_oracle``
+CHECK_SUFFIX = ".engine_equals_oracle"
+
 _ORACLES: dict[str, "Oracle"] = {}
 
 
@@ -62,7 +65,7 @@ class Oracle:
 
     @property
     def check_id(self) -> str:
-        return f"{self.algorithm}.engine_equals_oracle"
+        return f"{self.algorithm}{CHECK_SUFFIX}"
 
 
 def register_oracle(oracle: Oracle) -> Oracle:

@@ -17,10 +17,16 @@ def test_every_family_module_is_imported_and_registers_its_checks():
         assert checks[o.check_id].kind == "identity"
 
 
-def test_pflt_verify_only_imports_this_module_for_any_pattern():
+def test_pflt_verify_only_imports_this_module_when_a_pattern_can_match_its_ids():
+    from verification.checks.engine_oracles import CHECK_IDS_END_WITH
     from verification.core.runner import modules_declaring
+    from verification.oracles.registry import CHECK_SUFFIX
 
-    # '*.engine_equals_oracle*' also matches the literal ids of engine_oracle.py
-    for pattern in ("*.engine_equals_oracle*", "fedprox.*", "pfedme.*"):
+    assert CHECK_IDS_END_WITH == CHECK_SUFFIX
+    # '*.engine_equals_oracle*' and 'pfedme.*' also match literal ids of engine_oracle.py
+    for pattern in ("*.engine_equals_oracle*", "pfedme.*", "*", "fedprox.*"):
         wanted = modules_declaring("verification.checks", pattern)
         assert wanted is None or "engine_oracles" in wanted, pattern
+    assert "engine_oracles" in modules_declaring("verification.checks", "fedprox.*")
+    for pattern in ("cgpfl.local_gradient", "*.engine_equals_oracle_form"):
+        assert "engine_oracles" not in modules_declaring("verification.checks", pattern)

@@ -108,6 +108,9 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     if note:
         print(f"warning: {note}", file=sys.stderr)
     notes = opts.inert_notes(algorithm, model)
+    leak = opts.test_split_reason(algorithm)
+    if leak:
+        print(f"warning: this run reads the test split: {leak}", file=sys.stderr)
     for line in notes:
         print(f"note: {line}", file=sys.stderr)
     if options.get("model_chosen"):
@@ -155,6 +158,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     summary = {k: v for k, v in last.items() if not isinstance(v, (list, dict))}
     if notes:
         summary["notes"] = notes
+    if leak:
+        summary["reads_test_split"] = leak
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     _print_summary(last, out)
     return summary

@@ -414,6 +414,15 @@ def inert_notes(algorithm, model) -> list[str]:
             f"result ({why})" for hp, why in inert(model).items()]
 
 
+def test_split_reason(algorithm) -> str | None:
+    """Why the algorithm, as configured, reads its clients' test split (its
+    ``reads_test_split()``: Per-FedAvg's non-default ``adapt_on='test'``), else ``None``.
+    Such a run's accuracies are not held-out accuracies; ``engine.train_test_isolation``
+    flags the same configurations."""
+    reads = getattr(algorithm, "reads_test_split", None)
+    return reads() if callable(reads) else None
+
+
 def schedule_note(algorithm, model, rounds: int) -> str | None:
     """A warning when ``rounds`` ends before the algorithm's own schedule: how many of its
     stages start and finish (``schedule(model)``: rounds per stage) — else ``None``."""

@@ -98,3 +98,31 @@ def measured(s: Setting, name: str, *, seeds=range(16), clients=None, w_star=Non
         clients, w_star, w0 = instances.instance(s)
     runs = trajectories(s, clients, w0, seeds)
     return stats([metric(clients, w_star, ws, s, name) for ws in runs])
+
+
+def convex_instance(s: Setting, *, dim: int = 4, seed: int = 0):
+    """``(clients, w*, w⁰)`` for the L-smooth (Theorem 2) PEP with noise: identical convex
+    clients (spectrum in [0.1L, L], b = 0: w* = 0, F* = 0 — members of the L-smooth class),
+    w⁰ scaled so that the *noiseless* run drops F by exactly Δ_F.  F is convex and the noise
+    enters linearly with mean zero, so E F(w_T) ≥ F(E w_T) = F(noiseless w_T): the expected
+    drop is ≤ Δ_F, the PEP's initial condition F(w⁰) − E F(w_T) ≤ Δ_F holds."""
+    base = qc.random_quadratics(1, dim, mu=0.1 * s.L, L=s.L, seed=seed)[0]
+    base = om.QuadraticOracle(base.A, np.zeros(dim))
+    clients = [base] * s.clients
+    u = np.random.default_rng(seed + 11).normal(size=dim)
+    det = replace(s, noise_sq=None, sampled=None)
+    fed, model = qc.federation(clients)
+    ws = qc.engine_trajectory(instances.algorithm(det), fed, model, u, s.rounds)
+    drop = instances.objective(clients, ws[0], s) - instances.objective(clients, ws[-1], s)
+    return clients, np.zeros(dim), u * math.sqrt(s.Delta0 / drop)
+
+
+def measured_for(s: Setting, name: str, *, seeds=range(16)) -> tuple[float, float]:
+    """The engine's value beside a worst case: deterministic settings one run
+    (:func:`instances.measured`, se 0), stochastic ones mean ± se over ``seeds``."""
+    if not s.stochastic:
+        return instances.measured(s, name, seed=0), 0.0
+    if name == "grad_sq_avg":
+        clients, w_star, w0 = convex_instance(s)
+        return measured(s, name, seeds=seeds, clients=clients, w_star=w_star, w0=w0)
+    return measured(s, name, seeds=seeds)

@@ -103,3 +103,13 @@ def test_a_failed_solve_is_one_line_exit_1(monkeypatch, capsys):
     code = main([*BASE, "--algorithm", "fedavg"])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and "gave no worst case" in err
+
+
+def test_pfedme_with_delta_and_sampling_puts_delta_in_the_bound(capsys):
+    argv = [*BASE, "--clients", "3", "--sampled", "2", "--local-rounds", "2", "--lr", "0.1",
+            "--lam", "3", "--mu", "0.5", "--sigma-sq", "1", "--delta-sq", "0.05", "--json"]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["delta_sq"] == 0.05 and not res["exact"]
+    assert res["terms"]["neighbourhood"] == pytest.approx(3.0 ** 2 * 0.05 / (3 * 0.5 / 3.5))
+    assert res["terms"]["sampling"] > 0 and res["setting"]["sampled"] == 2

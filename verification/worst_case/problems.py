@@ -70,6 +70,8 @@ class Setting:
     def __post_init__(self):
         if self.method not in ("pfedme", "fedavg"):
             raise ValueError(f"method must be 'pfedme' or 'fedavg', got {self.method!r}")
+        if self.identical and self.sigma_sq != 0:
+            raise ValueError("identical clients have no heterogeneity: sigma_sq must be 0")
 
     @property
     def stochastic(self) -> bool:

@@ -311,6 +311,10 @@ def render(res: dict) -> str:
              f"{res['gram_size']}, {res['seconds']:.2f} s) {res['worst_case']:.6g}",
              f"  paper bound (hidden constants 1) {res['bound']:.6g}   bound/worst "
              f"{res['looseness']:.4g}"]
+    if "worst_case_theorem_condition" in res:
+        w = res["worst_case_theorem_condition"]
+        lines.append(f"  with the theorem's own F(w⁰) − F* ≤ Δ₀ (a value below every evaluated "
+                     f"f): worst case {w:.6g}, bound/worst {res['bound'] / w:.4g}")
     if "terms" in res:
         lines.append("    terms: " + ", ".join(f"{k} {v:.4g}" for k, v in res["terms"].items()))
     lines.append("  hypotheses: " + ", ".join(f"{k}: {_mark(v)}"

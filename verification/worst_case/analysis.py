@@ -126,6 +126,11 @@ def analyse(s: P.Setting, *, contraction: bool = True, solver: str = "clarabel",
                measured_se=se, exact=s.exact_expectation, delta_sq=stochastic.bound_delta_sq(s))
     if s.mu is None:
         out.update(_theorem2(s))
+        # the theorem's own F(w⁰) − F* ≤ Δ_F (a value below every evaluated f) beside the
+        # relaxed F(w⁰) − F(w_T) ≤ Δ_F: at the theorem's tiny steps the relaxed one lets
+        # ‖∇F‖² reach ≈ Δ_F/(ηT), the theorem's condition caps it by smoothness
+        out["worst_case_theorem_condition"] = P.federated(
+            replace(s, lower_value=True), metric, solver=solver).value
     else:
         out.update(_theorem1(s))
         out["envelope"] = {"L_exact": P.envelope_constant(mu=s.mu, L=s.L, lam=s.lam, which="L",

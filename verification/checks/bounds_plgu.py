@@ -36,6 +36,7 @@ import torch
 
 from pfl_theory import plgu as P
 from verification.core.bound_grid import grid_bound_outcome
+from verification.estimators import certificates, pac_bayes
 from verification.estimators.complexity import rademacher_mlp_lower
 from verification.core.registry import Context, Outcome, check
 
@@ -165,6 +166,9 @@ def lemma4_total(ctx: Context, *, scale_bound: float = 1.0,
 K_IN, WIDTH, HN_WIDTH, DESC = 4, 8, 16, 3  # input dim, hidden width, HN width, descriptor dim
 TARGET = [K_IN, 6, 1]  # the net a hypernetwork produces (PLGU-GHN)
 HELDOUT = 4000
+#: held-out samples per client for the certificates beside the vacuous bounds (drawn after the
+#: measurement's, never seen by it); δ of each certificate
+CERT_SAMPLES, CERT_DELTA = 1000, 0.05
 
 
 def _clipped_logistic(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -172,10 +176,11 @@ def _clipped_logistic(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.clamp(torch.nn.functional.softplus(-y * f), max=1.0)
 
 
-def _client_data(rng: np.random.Generator, n_clients: int, m: int):
+def _client_data(rng: np.random.Generator, n_clients: int, m: int, cert: int = 0):
     """Per-client binary data: x uniform on the unit sphere of R^4 (B = 1), label
     sign(⟨w_i, x⟩) flipped w.p. 0.1, w_i = w_g + 0.5 u_i; m training and HELDOUT held-out
-    samples per client.  Returns torch float64 (x_tr [N,m,k], y_tr, x_ho, y_ho)."""
+    samples per client, then ``cert`` more for a certificate.  Returns torch float64
+    (x_tr [N,m,k], y_tr, x_ho, y_ho[, x_cert, y_cert])."""
     w = rng.normal(size=K_IN) + 0.5 * rng.normal(size=(n_clients, K_IN))
 
     def draw(count):
@@ -185,7 +190,7 @@ def _client_data(rng: np.random.Generator, n_clients: int, m: int):
         y[rng.random(y.shape) < 0.1] *= -1
         return torch.as_tensor(x), torch.as_tensor(y)
 
-    return (*draw(m), *draw(HELDOUT))
+    return (*draw(m), *draw(HELDOUT), *(draw(cert) if cert else ()))
 
 
 def _gap(f_tr, y_tr, f_ho, y_ho) -> float:
@@ -195,6 +200,45 @@ def _gap(f_tr, y_tr, f_ho, y_ho) -> float:
     ho = _clipped_logistic(f_ho, y_ho)
     se = float(ho.std()) / math.sqrt(ho.numel())
     return max(float(ho.mean() - tr) - 2 * se, 0.0)
+
+
+def _raw_gap(f_tr, y_tr, f_ho, y_ho) -> float:
+    """held-out − training clipped-logistic loss, unadjusted (what a certificate bounds)."""
+    return float(_clipped_logistic(f_ho, y_ho).mean() - _clipped_logistic(f_tr, y_tr).mean())
+
+
+def _test_set_gap(f_tr, y_tr, f_ce, y_ce, label: str) -> dict:
+    """Certificate of the gap: Langford's held-out bound on the mean client risk (the
+    ``CERT_SAMPLES`` per client drawn after the measurement's) minus the training loss."""
+    upper, _ = certificates.test_set_upper(_clipped_logistic(f_ce, y_ce).numpy(), CERT_DELTA)
+    train = float(_clipped_logistic(f_tr, y_tr).mean())
+    return certificates.Certificate(
+        upper - train, f"held-out kl bound on the {label} model's mean client risk (Langford "
+                       f"test-set bound, {CERT_SAMPLES} fresh samples per client) minus its "
+                       f"training loss", CERT_DELTA).as_dict()
+
+
+def _pac_bayes_lf(init: list, trained: list, x_tr, y_tr, steps: int, seed: int) -> dict:
+    """PAC-Bayes-kl certificate of the PLGU-LF net's gap (verification/estimators/pac_bayes.py):
+    prior trained from the same initialisation on the first half of each client's data, the
+    bound on the second half, minus the training loss of the trained net."""
+    half = x_tr.shape[1] // 2
+    prior = [w.clone() for w in init]
+
+    def lf_with(ws, x):
+        h = torch.relu(torch.relu(x @ ws[0].T) @ ws[1].T)
+        return (h @ ws[2].transpose(1, 2))[..., 0]
+
+    _train(prior, lambda: torch.nn.functional.softplus(
+        -y_tr[:, :half] * lf_with(prior, x_tr[:, :half])).mean(), steps)
+    x_b, y_b = x_tr[:, half:], y_tr[:, half:]
+    with torch.no_grad():
+        cert = pac_bayes.pac_bayes_certificate(
+            trained, prior, lambda ws: _clipped_logistic(lf_with(ws, x_b), y_b).mean(1).numpy(),
+            x_b.shape[1], delta=0.8 * CERT_DELTA, delta_mc=0.2 * CERT_DELTA, n_mc=30, seed=seed)
+        train = float(_clipped_logistic(lf_with(trained, x_tr), y_tr).mean())
+    return certificates.Certificate(cert.value - train, f"{cert.name}, minus the trained net's "
+                                    f"training loss", cert.delta).as_dict()
 
 
 def _spec(w: torch.Tensor) -> float:
@@ -219,11 +263,13 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
     body + head) and (b) a hypernetwork [3, 16, 24] → client nets [4, 6, 1] from learned
     descriptors (PLGU-GHN); full-batch Adam on the logistic loss, ρ = 0.  Returns the
     measured gaps and the three bounds (constants from the trained weights)."""
-    out: dict = {"m": [], "gap_lf": [], "gap_ghn": [], "thm1": [], "thm2": [], "thm3": []}
+    out: dict = {"m": [], "gap_lf": [], "gap_ghn": [], "thm1": [], "thm2": [], "thm3": [],
+                 "cert_lf": [], "cert_ghn": [], "pac_bayes_lf": [], "heldout_gap_lf": [],
+                 "heldout_gap_ghn": []}
     for k, m in enumerate(sizes):
         torch.manual_seed(seed * 1000 + k)
         rng = np.random.default_rng([seed, k])
-        x_tr, y_tr, x_ho, y_ho = _client_data(rng, n_clients, int(m))
+        x_tr, y_tr, x_ho, y_ho, x_ce, y_ce = _client_data(rng, n_clients, int(m), CERT_SAMPLES)
         dd = torch.float64
         w1 = torch.randn(WIDTH, K_IN, dtype=dd) / math.sqrt(K_IN)
         w2 = torch.randn(WIDTH, WIDTH, dtype=dd) / math.sqrt(WIDTH)
@@ -233,10 +279,15 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
             h = torch.relu(torch.relu(x @ w1.T) @ w2.T)
             return (h @ w3.transpose(1, 2))[..., 0]
 
+        init = [w.clone() for w in (w1, w2, w3)]
         _train([w1, w2, w3], lambda: torch.nn.functional.softplus(-y_tr * lf(x_tr)).mean(),
                steps)
         with torch.no_grad():
             out["gap_lf"].append(_gap(lf(x_tr), y_tr, lf(x_ho), y_ho))
+            out["heldout_gap_lf"].append(_raw_gap(lf(x_tr), y_tr, lf(x_ho), y_ho))
+            out["cert_lf"].append(_test_set_gap(lf(x_tr), y_tr, lf(x_ce), y_ce, "PLGU-LF"))
+        out["pac_bayes_lf"].append(_pac_bayes_lf(init, [w1, w2, w3], x_tr, y_tr, steps,
+                                                 seed * 1000 + k))
         mh, big_m = float(m), float(m) * n_clients
         m1, m2, m3 = _spec(w1), _spec(w2), _spec(w3)
         out["thm1"].append(P.theorem1_plgu_lf(
@@ -265,6 +316,8 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
                steps)
         with torch.no_grad():
             out["gap_ghn"].append(_gap(ghn(x_tr), y_tr, ghn(x_ho), y_ho))
+            out["heldout_gap_ghn"].append(_raw_gap(ghn(x_tr), y_tr, ghn(x_ho), y_ho))
+            out["cert_ghn"].append(_test_set_gap(ghn(x_tr), y_tr, ghn(x_ce), y_ce, "PLGU-GHN"))
             wa, wb = ghn_weights()
             out["thm3"].append(P.theorem3_plgu_ghn(
                 beta=1.0, beta_v=1.0, beta_h=1.0, B=1.0,
@@ -283,11 +336,26 @@ def _theorem_check(key: str, gap: str, label: str):
     def run(ctx: Context, *, scale_bound: float = 1.0, scale_measured: float = 1.0) -> Outcome:
         p = ctx.params
         r = _theorems(ctx.seed, p["clients"], tuple(p["sizes"]), p["steps"])
-        return grid_bound_outcome("m̂", r["m"], np.asarray(r[gap]) * scale_measured,
-                                  np.asarray(r[key]) * scale_bound, trivial=1.0,
+        meas, bnd = np.asarray(r[gap]) * scale_measured, np.asarray(r[key]) * scale_bound
+        model = gap.split("_")[1]
+        # the certificate at the deciding (tightest) grid point, as grid_bound_outcome picks it
+        j = int(np.argmin(np.where(meas > 0, bnd / np.where(meas > 0, meas, 1.0), np.inf)))
+        certs = {"test_set": r[f"cert_{model}"][j]}
+        if model == "lf":
+            certs["pac_bayes"] = r["pac_bayes_lf"][j]
+        best = min(certs.values(), key=lambda c: c["value"])
+        return grid_bound_outcome("m̂", r["m"], meas, bnd, trivial=1.0,
                                   detail=f"{label}; N = {p['clients']}, ρ = 0, γ = {GAMMA}, "
                                          "O(·) constant 1, M_l from the trained weights; "
-                                         "trivial bound 1 = loss range")
+                                         f"trivial bound 1 = loss range; certificate at "
+                                         f"m̂ = {r['m'][j]:g}: " + "; ".join(
+                                             f"{c['value']:.3g} ({k})" for k, c in certs.items()),
+                                  extra={"certificate": best, "certificates": certs,
+                                         "certificates_per_m": {
+                                             "test_set": r[f"cert_{model}"],
+                                             **({"pac_bayes": r["pac_bayes_lf"]}
+                                                if model == "lf" else {})},
+                                         "heldout_gap_per_m": r[f"heldout_gap_{model}"]})
     return run
 
 

@@ -138,6 +138,17 @@ def value_cells(run: "CheckRun") -> tuple[str, str]:
     return short(r0.measured, None), short(r0.theoretical, None)
 
 
+def certificate_text(r) -> str:
+    """``163.5 / 9.07 / 0.41 (held-out kl bound …, δ = 0.05) / 0.06`` for a VACUOUS result:
+    the paper's bound beside the trivial one, what is certifiable at this size, and the
+    measurement."""
+    cert = r.certificate
+    value = "n/a" if cert["value"] is None else f"{cert['value']:.4g}"
+    delta = "" if cert["delta"] is None else f", δ = {cert['delta']:g}"
+    return (f"{short(r.theoretical, None)} / {short(r.trivial, None)} / {value} "
+            f"({cert['name']}{delta}) / {short(r.measured, None)}")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -261,6 +272,8 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
         lines.append(f"- **Erratum basis:** {_erratum_line(run)}")
     if worst[0].trivial is not None:
         lines.append(f"- **Trivial bound:** {worst[0].trivial:.4g}")
+    if run.verdict.value == "VACUOUS":
+        lines.append(f"- **Bound / trivial / certificate / measured:** {certificate_text(worst[0])}")
     figs = _figures(run, out_dir)
     if figs:
         lines.append("- **Figures:** " + " ".join(f"[{Path(f).name}]({f})" for f in figs))

@@ -68,3 +68,33 @@ def test_fails_explained_with_distance_from_holding_not_sensitivity():
     runs = (_run("d.fails", Verdict.FAILS, "lift −0.09 ± 0.02"),)
     md = report_markdown(SuiteRun(runs, "quick", (0,)))
     assert "- **Distance from holding:**" in md and "- **Sensitivity:**" not in md
+
+
+def test_vacuous_bound_prints_bound_trivial_certificate_measured_side_by_side():
+    import json
+
+    from verification.core.registry import Check, bound_outcome, run_check
+    from verification.core.report import results_dict
+    from verification.core.tightness import tightness_markdown
+
+    def vacuous(ctx):
+        out = bound_outcome(0.06, 163.0, trivial=9.07)
+        cert = {"value": 0.41, "name": "held-out kl bound", "delta": 0.05}
+        return out.__class__(**{**out.__dict__, "extra": {**out.extra, "certificate": cert}})
+
+    chk = Check(id="v.thm", paper="P", reference="Thm 4.1", kind="bound", fn=vacuous,
+                tolerance=None, tolerance_reason="")
+    res = run_check(chk)
+    suite = SuiteRun((CheckRun(chk, res.verdict, (res,)),), "quick", (0,))
+    md = report_markdown(suite)
+    assert ("- **Bound / trivial / certificate / measured:** 163 / 9.07 / 0.41 "
+            "(held-out kl bound, δ = 0.05) / 0.06") in md
+    assert "| 0.41 (δ = 0.05) | **VACUOUS** |" in "\n".join(tightness_markdown(suite))
+    data = json.loads(json.dumps(results_dict(suite)))
+    assert data["checks"][0]["results"][0]["certificate"] == {
+        "value": 0.41, "name": "held-out kl bound", "delta": 0.05}
+    # without one, the record says so (never a silently missing key)
+    plain = run_check(Check(id="v.bare", paper="P", reference="T", kind="bound",
+                            fn=lambda ctx: bound_outcome(0.06, 163.0, trivial=9.07),
+                            tolerance=None, tolerance_reason=""))
+    assert plain.to_dict()["certificate"]["name"] == "none computed by this check"

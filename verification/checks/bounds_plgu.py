@@ -106,7 +106,11 @@ def _reading_check(reading: str):
                                   trivial=_trivial_rademacher(p, scales),
                                   detail=f"reading '{reading}', widths {p['widths']}, M_l "
                                          f"{p['bounds']}, D = 1, ρ = 0, γ = {GAMMA}, "
-                                         f"m̂ = {p['m']}; R̂ lower estimate")
+                                         f"m̂ = {p['m']}; R̂ lower estimate",
+                                  extra={"certificate": certificates.not_applicable(
+                                      "a complexity term, not a risk: R̂ of the class is "
+                                      "computed here (its lower estimate is the measurement)"
+                                  ).as_dict()})
     return run
 
 

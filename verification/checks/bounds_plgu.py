@@ -36,7 +36,8 @@ import torch
 
 from pfl_theory import plgu as P
 from verification.core.bound_grid import grid_bound_outcome
-from verification.estimators import certificates, pac_bayes
+from verification.estimators import certificates
+from verification.experiments import plgu_certificates as PC
 from verification.estimators.complexity import rademacher_mlp_lower
 from verification.core.registry import Context, Outcome, check
 
@@ -206,43 +207,10 @@ def _gap(f_tr, y_tr, f_ho, y_ho) -> float:
     return max(float(ho.mean() - tr) - 2 * se, 0.0)
 
 
-def _raw_gap(f_tr, y_tr, f_ho, y_ho) -> float:
-    """held-out − training clipped-logistic loss, unadjusted (what a certificate bounds)."""
-    return float(_clipped_logistic(f_ho, y_ho).mean() - _clipped_logistic(f_tr, y_tr).mean())
-
-
-def _test_set_gap(f_tr, y_tr, f_ce, y_ce, label: str) -> dict:
-    """Certificate of the gap: Langford's held-out bound on the mean client risk (the
-    ``CERT_SAMPLES`` per client drawn after the measurement's) minus the training loss."""
-    upper, _ = certificates.test_set_upper(_clipped_logistic(f_ce, y_ce).numpy(), CERT_DELTA)
-    train = float(_clipped_logistic(f_tr, y_tr).mean())
-    return certificates.Certificate(
-        upper - train, f"held-out kl bound on the {label} model's mean client risk (Langford "
-                       f"test-set bound, {CERT_SAMPLES} fresh samples per client) minus its "
-                       f"training loss", CERT_DELTA).as_dict()
-
-
-def _pac_bayes_lf(init: list, trained: list, x_tr, y_tr, steps: int, seed: int) -> dict:
-    """PAC-Bayes-kl certificate of the PLGU-LF net's gap (verification/estimators/pac_bayes.py):
-    prior trained from the same initialisation on the first half of each client's data, the
-    bound on the second half, minus the training loss of the trained net."""
-    half = x_tr.shape[1] // 2
-    prior = [w.clone() for w in init]
-
-    def lf_with(ws, x):
-        h = torch.relu(torch.relu(x @ ws[0].T) @ ws[1].T)
-        return (h @ ws[2].transpose(1, 2))[..., 0]
-
-    _train(prior, lambda: torch.nn.functional.softplus(
-        -y_tr[:, :half] * lf_with(prior, x_tr[:, :half])).mean(), steps)
-    x_b, y_b = x_tr[:, half:], y_tr[:, half:]
-    with torch.no_grad():
-        cert = pac_bayes.pac_bayes_certificate(
-            trained, prior, lambda ws: _clipped_logistic(lf_with(ws, x_b), y_b).mean(1).numpy(),
-            x_b.shape[1], delta=0.8 * CERT_DELTA, delta_mc=0.2 * CERT_DELTA, n_mc=30, seed=seed)
-        train = float(_clipped_logistic(lf_with(trained, x_tr), y_tr).mean())
-    return certificates.Certificate(cert.value - train, f"{cert.name}, minus the trained net's "
-                                    f"training loss", cert.delta).as_dict()
+def _lf_with(ws: list, x: torch.Tensor) -> torch.Tensor:
+    """The PLGU-LF net [4, 8, 8, 1] with shared layers ws[0], ws[1] and per-client ws[2]."""
+    h = torch.relu(torch.relu(x @ ws[0].T) @ ws[1].T)
+    return (h @ ws[2].transpose(1, 2))[..., 0]
 
 
 def _spec(w: torch.Tensor) -> float:
@@ -280,18 +248,20 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
         w3 = torch.randn(n_clients, 1, WIDTH, dtype=dd) / math.sqrt(WIDTH)
 
         def lf(x):
-            h = torch.relu(torch.relu(x @ w1.T) @ w2.T)
-            return (h @ w3.transpose(1, 2))[..., 0]
+            return _lf_with([w1, w2, w3], x)
 
         init = [w.clone() for w in (w1, w2, w3)]
         _train([w1, w2, w3], lambda: torch.nn.functional.softplus(-y_tr * lf(x_tr)).mean(),
                steps)
         with torch.no_grad():
             out["gap_lf"].append(_gap(lf(x_tr), y_tr, lf(x_ho), y_ho))
-            out["heldout_gap_lf"].append(_raw_gap(lf(x_tr), y_tr, lf(x_ho), y_ho))
-            out["cert_lf"].append(_test_set_gap(lf(x_tr), y_tr, lf(x_ce), y_ce, "PLGU-LF"))
-        out["pac_bayes_lf"].append(_pac_bayes_lf(init, [w1, w2, w3], x_tr, y_tr, steps,
-                                                 seed * 1000 + k))
+            out["heldout_gap_lf"].append(PC.raw_gap(_clipped_logistic, lf(x_tr), y_tr,
+                                                    lf(x_ho), y_ho))
+            out["cert_lf"].append(PC.test_set_gap(_clipped_logistic, lf(x_tr), y_tr, lf(x_ce),
+                                                  y_ce, "PLGU-LF", CERT_SAMPLES, CERT_DELTA))
+        out["pac_bayes_lf"].append(PC.pac_bayes_gap(
+            _clipped_logistic, lambda ps, loss: _train(ps, loss, steps), _lf_with, init,
+            [w1, w2, w3], x_tr, y_tr, seed=seed * 1000 + k, delta=CERT_DELTA))
         mh, big_m = float(m), float(m) * n_clients
         m1, m2, m3 = _spec(w1), _spec(w2), _spec(w3)
         out["thm1"].append(P.theorem1_plgu_lf(
@@ -320,8 +290,11 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
                steps)
         with torch.no_grad():
             out["gap_ghn"].append(_gap(ghn(x_tr), y_tr, ghn(x_ho), y_ho))
-            out["heldout_gap_ghn"].append(_raw_gap(ghn(x_tr), y_tr, ghn(x_ho), y_ho))
-            out["cert_ghn"].append(_test_set_gap(ghn(x_tr), y_tr, ghn(x_ce), y_ce, "PLGU-GHN"))
+            out["heldout_gap_ghn"].append(PC.raw_gap(_clipped_logistic, ghn(x_tr), y_tr,
+                                                     ghn(x_ho), y_ho))
+            out["cert_ghn"].append(PC.test_set_gap(_clipped_logistic, ghn(x_tr), y_tr,
+                                                   ghn(x_ce), y_ce, "PLGU-GHN", CERT_SAMPLES,
+                                                   CERT_DELTA))
             wa, wb = ghn_weights()
             out["thm3"].append(P.theorem3_plgu_ghn(
                 beta=1.0, beta_v=1.0, beta_h=1.0, B=1.0,

@@ -25,11 +25,10 @@ from typing import Any
 
 from verification.core.registry import BOUND_KINDS, _jsonable
 from verification.core.suite import CheckRun, SuiteRun
-from verification.core.report_cells import (certificate_text, not_run_lines, value_cells,
-                                            worst_case_cells)
+from verification.core.report_cells import (MAX_CELL, certificate_text, not_run_lines,  # noqa: F401
+                                            short, value_cells, worst_case_cells)
 from verification.core.tightness import tightness_markdown
 
-MAX_CELL = 48  # characters of a value shown in a table cell
 
 
 def json_safe(value: Any) -> Any:
@@ -85,29 +84,6 @@ def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, An
                       "seeds": list(suite.seeds), "summary": suite.counts(),
                       "sensitivity_summary": sensitivity_line(suite),
                       "checks": checks})
-
-
-def short(value: Any, width: int | None = MAX_CELL) -> str:
-    """A compact one-line rendering of a measured/theoretical value: a list shows its first
-    four items and how many more (``+8 more``: every value is in results.json); ``width``
-    cuts the text with ``…`` (``None``: never — report.md and the console table wrap
-    instead)."""
-    value = _jsonable(value)
-    if value is None:
-        text = "-"
-    elif isinstance(value, bool):
-        text = str(value)
-    elif isinstance(value, float):
-        text = f"{value:.4g}"
-    elif isinstance(value, (list, tuple)):
-        items = [short(v, None) for v in value[:4]]
-        text = "[" + ", ".join(items) + (f", +{len(value) - 4} more" if len(value) > 4 else "") + "]"
-    elif isinstance(value, dict):
-        text = ", ".join(f"{k}={short(v, None)}" for k, v in value.items())
-    else:
-        text = str(value)
-    text = " ".join(text.split())
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 def _cell(text: str) -> str:

@@ -52,7 +52,9 @@ def _conditions(env: dict) -> str:
 def digest(results: dict, *, commit: str, machine: str) -> dict:
     """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper, and
     per basis — what a verdict rests on (:func:`verification.core.sensitivity.basis_of`:
-    claims against measurements, code equals our reading (identity checks), other)."""
+    claims against measurements, code equals our reading (identity checks), other) — and
+    each check's id, paper, kind, verdict, seeds holding and seconds (the docs' findings page,
+    :mod:`paper_figures.docs_pages`)."""
     from verification.core.sensitivity import basis_of
 
     per_paper: dict[str, Counter] = defaultdict(Counter)
@@ -66,7 +68,10 @@ def digest(results: dict, *, commit: str, machine: str) -> dict:
                             "commit": commit, "machine": machine},
             "size": results.get("size"), "total": len(results["checks"]),
             "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())},
-            "per_basis": {b: dict(per_basis[b]) for b in BASES if b in per_basis}}
+            "per_basis": {b: dict(per_basis[b]) for b in BASES if b in per_basis},
+            "checks": [{k: chk.get(k) for k in ("id", "paper", "kind", "verdict",
+                                                "seeds_holding", "n_seeds", "seconds")}
+                       for chk in results["checks"]]}
 
 
 def quickstart_block(data: dict | None) -> str:

@@ -81,3 +81,64 @@ def test_verify_fail_on_exits_1_when_a_listed_verdict_occurs(isolated_plugins, t
         main(base + ["--only", "mine.*", "--fail-on", "FAIL"])
     assert bad.value.code == 2
     assert "unknown verdict 'FAIL'" in capsys.readouterr().err
+
+
+BAD = '''
+from dataclasses import dataclass
+from algorithms.engine.base import register
+from algorithms.methods.averaging.fedavg import FedAvg
+
+@register("{name}")
+@dataclass(frozen=True)
+class Bad(FedAvg):
+    """FedAvg with one broken method (McMahan et al., AISTATS 2017)."""
+{body}
+'''
+RETURNS = "    def evaluated(self, state):\n        return {value}\n"
+TINY = ["--clients", "3", "--clients-per-round", "3", "--rounds", "1", "--no-progress"]
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("3.0", "returned float 3.0"), ("[1, 2]", "returned list [1, 2]"), ("{}", "returned dict {}"),
+    ("{'global': 3.0}", "evaluated(state)['global'] is float 3.0"),
+    ("{'global': {}}", "evaluated(state)['global'] is dict {}"),
+    ("{'global': {'w': 1}}", "evaluated(state)['global'] is dict {'w': 1}"),
+])
+def test_evaluated_returning_a_non_model_is_one_line(isolated_plugins, tmp_path, capsys,
+                                                     value, needle):
+    """Was AttributeError in algorithms/engine/evaluation.py (a traceback)."""
+    path = tmp_path / "bad_eval.py"
+    path.write_text(BAD.format(name="bad-eval", body=RETURNS.format(value=value)))
+    code = main(["--plugin", str(path), "run", "--algorithm", "bad-eval", *TINY,
+                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and err.startswith("pflt run: error: algorithm 'bad-eval' (bad_eval.Bad)")
+    assert needle in err
+
+
+def test_a_plugins_own_exception_keeps_its_traceback_under_a_header(isolated_plugins,
+                                                                     tmp_path, capsys):
+    path = tmp_path / "raising.py"
+    body = ("    def client_update(self, phase, model, view):\n"
+            "        raise KeyError('oops in my plugin')\n")
+    path.write_text(BAD.format(name="bad-update", body=body))
+    with pytest.raises(KeyError, match="oops in my plugin"):    # the traceback is kept
+        main(["--plugin", str(path), "run", "--algorithm", "bad-update", *TINY,
+              "--out", str(tmp_path / "o")])
+    header = capsys.readouterr().err.strip().splitlines()[-1]
+    assert header == (f"pflt run: error: plugin {str(path)!r} raised KeyError: 'oops in my "
+                      f"plugin' (in client_update, {path}:11); its traceback follows")
+
+
+def test_a_package_bug_gets_no_plugin_header(isolated_plugins, tmp_path, capsys, monkeypatch):
+    """The header names a plugin only when the plugin's code raised (mutation: printing it
+    for any loaded plugin fails here)."""
+    import algorithms.engine.runner as runner
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug of the package")
+    monkeypatch.setattr(runner, "evaluation_entry", broken)
+    with pytest.raises(KeyError):
+        main(["--plugin", EXAMPLE, "run", "--algorithm", "fedavg", *TINY,
+              "--out", str(tmp_path / "o")])
+    assert "plugin" not in capsys.readouterr().err

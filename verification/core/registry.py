@@ -55,9 +55,12 @@ directory where the check may write figures (return their paths in ``Outcome.fig
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import math
 import pkgutil
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -264,6 +267,66 @@ class Result:
 
 _REGISTRY: dict[str, Check] = {}
 
+#: the package of the built-in checks
+BUILTIN_PACKAGE = "verification.checks"
+#: a check declared with a literal id: ``@check("paper.name", …)``
+DECLARED = re.compile(r"""@check\(\s*(["'])([^"']+)\1""")
+
+
+class DuplicateCheckError(ValueError):
+    """Two checks under one id; the message names both (one line), ``modules`` the two
+    modules."""
+
+    def __init__(self, message: str, modules: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.modules = modules
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_ids() -> dict[str, str]:
+    """``{check id: module}`` of the built-in checks declared with a literal id, read from
+    the sources of :data:`BUILTIN_PACKAGE` without importing them."""
+    spec = importlib.util.find_spec(BUILTIN_PACKAGE)
+    out: dict[str, str] = {}
+    for info in pkgutil.iter_modules(spec.submodule_search_locations if spec else []):
+        path = Path(info.module_finder.path) / f"{info.name}.py"
+        if path.is_file():
+            for m in DECLARED.finditer(path.read_text(encoding="utf-8")):
+                out.setdefault(m.group(2), f"{BUILTIN_PACKAGE}.{info.name}")
+    return out
+
+
+def _clash(check_id: str, fn: Callable) -> DuplicateCheckError | None:
+    """Why ``fn`` may not be registered under ``check_id``, or None: another function holds
+    the id, or ``fn`` is not built-in and the id is a built-in check's (refused before the
+    built-in module is imported, so that the built-in stays whole)."""
+    where = f"{fn.__module__}.{fn.__qualname__}"
+    old = _REGISTRY.get(check_id)
+    if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__,
+                                                                        fn.__qualname__):
+        if old.fn.__qualname__ != fn.__qualname__ or not _same_file(old.fn, fn):
+            return DuplicateCheckError(
+                f"duplicate check id {check_id!r}: {where} and "
+                f"{old.fn.__module__}.{old.fn.__qualname__} both register it",
+                (fn.__module__, old.fn.__module__))
+    builtin = builtin_ids().get(check_id)
+    if builtin and not _builtin_module(fn.__module__):
+        return DuplicateCheckError(
+            f"check id {check_id!r} of {where} is the id of a built-in check (in "
+            f"{builtin}): give your check another id", (fn.__module__, builtin))
+    return None
+
+
+def _builtin_module(module: str) -> bool:
+    """Whether ``module`` is part of the package (the :mod:`verification` tree)."""
+    return module == "verification" or module.startswith("verification.")
+
+
+def _same_file(a: Callable, b: Callable) -> bool:
+    """Whether two functions come from the same source file (one module imported twice)."""
+    fa, fb = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    return fa is not None and fb is not None and fa.co_filename == fb.co_filename
+
 
 def check(
     check_id: str, *, paper: str, reference: str, kind: str, tolerance: float | None = None,
@@ -277,8 +340,9 @@ def check(
         raise ValueError(f"check {check_id}: a tolerance needs a tolerance_reason")
 
     def decorate(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
-        if check_id in _REGISTRY and _REGISTRY[check_id].fn.__qualname__ != fn.__qualname__:
-            raise ValueError(f"duplicate check id {check_id!r}")
+        clash = _clash(check_id, fn)
+        if clash is not None:
+            raise clash
         _REGISTRY[check_id] = Check(
             id=check_id, paper=paper, reference=reference, kind=kind, fn=fn,
             tolerance=tolerance, tolerance_reason=tolerance_reason,

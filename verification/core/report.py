@@ -321,12 +321,15 @@ def _short_sensitivity(run: "CheckRun") -> str:
 
 
 def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:
-    """Write ``results.json`` and ``report.md`` into ``out_dir``; return their paths."""
+    """Write ``results.json`` and ``report.md`` into ``out_dir`` (each atomically: a
+    failed write leaves no half file and its error names the file); return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    from pfl_theory.safe_files import atomic_write_text   # names the file on a failed write
+                                                          # (disk full, a file-size limit)
     results_path = out_dir / "results.json"
-    results_path.write_text(json.dumps(results_dict(suite, out_dir), indent=2,
-                                       allow_nan=False) + "\n", encoding="utf-8")
+    atomic_write_text(results_path, json.dumps(results_dict(suite, out_dir), indent=2,
+                                               allow_nan=False) + "\n")
     report_path = out_dir / "report.md"
-    report_path.write_text(report_markdown(suite, out_dir), encoding="utf-8")
+    atomic_write_text(report_path, report_markdown(suite, out_dir))
     return results_path, report_path

@@ -222,6 +222,15 @@ class Result:
     erratum_basis: str | None = None
 
     @property
+    def certificate(self) -> dict[str, Any]:
+        """``{"value", "name", "delta"}`` a check put beside its bound (``extra['certificate']``
+        — verification/estimators/certificates.py), or a record saying none was computed."""
+        cert = self.extra.get("certificate")
+        if isinstance(cert, dict) and {"value", "name", "delta"} <= set(cert):
+            return {k: cert[k] for k in ("value", "name", "delta")}
+        return {"value": None, "name": "none computed by this check", "delta": None}
+
+    @property
     def trivial(self) -> float | None:
         """The trivial bound at the deciding point (``bound`` checks that state one)."""
         value = self.extra.get("trivial")
@@ -248,6 +257,9 @@ class Result:
         out["sensitivity_note"] = self.sensitivity_note
         if self.verdict is Verdict.ERRATUM:
             out["erratum_basis"] = self.erratum_basis
+        if self.verdict is Verdict.VACUOUS:
+            # what is knowable at this size (verification/estimators/certificates.py)
+            out["certificate"] = self.certificate
         if self.extra:
             out["extra"] = _jsonable(self.extra)
         return out

@@ -25,9 +25,10 @@ from typing import Any
 
 from verification.core.registry import BOUND_KINDS, _jsonable
 from verification.core.suite import CheckRun, SuiteRun
+from verification.core.report_cells import (MAX_CELL, certificate_text, not_run_lines,  # noqa: F401
+                                            short, value_cells, worst_case_cells)
 from verification.core.tightness import tightness_markdown
 
-MAX_CELL = 48  # characters of a value shown in a table cell
 
 
 def json_safe(value: Any) -> Any:
@@ -85,59 +86,6 @@ def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, An
                       "checks": checks})
 
 
-def short(value: Any, width: int | None = MAX_CELL) -> str:
-    """A compact one-line rendering of a measured/theoretical value: a list shows its first
-    four items and how many more (``+8 more``: every value is in results.json); ``width``
-    cuts the text with ``…`` (``None``: never — report.md and the console table wrap
-    instead)."""
-    value = _jsonable(value)
-    if value is None:
-        text = "-"
-    elif isinstance(value, bool):
-        text = str(value)
-    elif isinstance(value, float):
-        text = f"{value:.4g}"
-    elif isinstance(value, (list, tuple)):
-        items = [short(v, None) for v in value[:4]]
-        text = "[" + ", ".join(items) + (f", +{len(value) - 4} more" if len(value) > 4 else "") + "]"
-    elif isinstance(value, dict):
-        text = ", ".join(f"{k}={short(v, None)}" for k, v in value.items())
-    else:
-        text = str(value)
-    text = " ".join(text.split())
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
-
-
-def worst_case_cells(run: "CheckRun") -> tuple[str, str, str]:
-    """``(engine, worst case, bound)`` of a ``worst_case`` result as printed: a worst case
-    above its bound but within the check's solver tolerance reads ``1013 = bound within solver
-    tolerance (2%)`` (its verdict is HOLDS by that tolerance, which the reader must see)."""
-    r0 = _first(run)
-    engine = r0.extra.get("measured_engine")
-    worst = r0.extra.get("worst_case", r0.measured)
-    bound = r0.extra.get("bound", r0.theoretical)
-    w_text = short(worst, None)
-    tol = run.check.tolerance
-    try:
-        w, b = float(worst), float(bound)
-    except (TypeError, ValueError):
-        w = b = None
-    if (w is not None and tol and b > 0 and b < w <= b * (1 + tol)
-            and run.verdict.value not in ("NOT RUN", "ERROR")):
-        w_text = f"{w:.4g} = bound within solver tolerance ({tol:.0%})"
-    return short(engine, None), w_text, short(bound, None)
-
-
-def value_cells(run: "CheckRun") -> tuple[str, str]:
-    """The measured / theoretical cells of a row; for a ``worst_case`` check the engine and
-    the worst case over the class on the left, the bound on the right, each named."""
-    r0 = _first(run)
-    if run.check.kind == "worst_case" and run.verdict.value not in ("NOT RUN", "ERROR"):
-        engine, worst, bound = worst_case_cells(run)
-        return f"worst case {worst} (engine {engine})", f"bound {bound}"
-    return short(r0.measured, None), short(r0.theoretical, None)
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -174,18 +122,6 @@ def summary_line(counts: dict[str, int]) -> str:
             f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
             f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS")
     return line + (f", {counts['NOT RUN']} NOT RUN" if counts.get("NOT RUN") else "")
-
-
-def not_run_lines(suite: "SuiteRun") -> list[str]:
-    """One line per reason the checks that did not run give: ``9 not run: PEPit is not
-    installed: install with pip install -e '.[pep]'``."""
-    reasons: dict[str, int] = {}
-    for run in suite.runs:
-        if run.verdict.value == "NOT RUN":
-            r = next((r for r in run.results if r.verdict.value == "NOT RUN"), run.results[0])
-            why = str(r.extra.get("not_run_reason") or r.detail or "reason not stated")
-            reasons[why] = reasons.get(why, 0) + 1
-    return [f"{n} not run: {why}" for why, n in sorted(reasons.items(), key=lambda x: -x[1])]
 
 
 def sensitivity_line(suite: "SuiteRun") -> str:
@@ -261,6 +197,8 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
         lines.append(f"- **Erratum basis:** {_erratum_line(run)}")
     if worst[0].trivial is not None:
         lines.append(f"- **Trivial bound:** {worst[0].trivial:.4g}")
+    if run.verdict.value == "VACUOUS":
+        lines.append(f"- **Bound / trivial / certificate / measured:** {certificate_text(worst[0])}")
     figs = _figures(run, out_dir)
     if figs:
         lines.append("- **Figures:** " + " ".join(f"[{Path(f).name}]({f})" for f in figs))

@@ -23,6 +23,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("kill9_driver.py")
 SMALL = ["--model", "dnn", "--clients", "12", "--max-client-size", "30"]
+#: CGPFL-Heur's selection rule needs m > d/e samples: the MLR's d (610) fits 264 samples,
+#: the DNN's (1,430) does not (a one-line refusal, exit 2)
+MODEL = {"cgpfl-heur": ["--model", "mlr"]}
 #: algorithms whose state carries more than models from round to round (control variates,
 #: clusters, mixtures, ALA weights, stages, hypernetworks, contexts)
 STATEFUL = ["ppfe", "cgpfl-heur", "fedem", "scaffold", "fedala", "cfl", "fedamp", "pfedhn",
@@ -43,7 +46,7 @@ def killed_and_resumed(name: str, rounds: int, tmp_path: Path, seed: int = 0) ->
     work = tmp_path / name
     work.mkdir()
     proc = subprocess.run([sys.executable, str(DRIVER), name, str(work), str(rounds), str(seed),
-                           *SMALL], cwd=ROOT, capture_output=True, text=True, timeout=900)
+                           *SMALL, *MODEL.get(name, [])], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
     log = (work / "children.log").read_text()[-3000:]

@@ -282,9 +282,25 @@ def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) ->
     return out if action.nargs not in (None, "?") else out[0]
 
 
-def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
-    from pflt.commands._sweep_input import read_toml
+def read_toml(path: Path, what: str = "sweep file") -> dict:
+    """The TOML file ``path`` or a one-line :class:`UserError` (``what``: the file's role,
+    in the message for a file nested too deeply — a 3,000-deep list is a RecursionError
+    inside ``tomllib``)."""
+    if not path.exists():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise UserError(f"config {path} is not a file")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+    except RecursionError:
+        raise UserError(f"{path} is nested too deeply to be a {what}") from None
 
+
+def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
     path = Path(path)
     raw = read_toml(path, "config file")
     flat: dict[str, Any] = {}

@@ -12,6 +12,8 @@ the theoretical value(s) with a verdict:
   loss range, log of the number of sampled functions, ρ_g²/K …) at every point checked: it
   says nothing the trivial bound does not, so it is not counted as HOLDS (set by
   :func:`run_check` from ``Outcome.vacuous``; the report prints the trivial bound beside it);
+* ``NOT RUN`` — what the check needs is absent here (a reproduction's results on real
+  data that this machine does not have); the detail says why in one line;
 * ``ERROR`` — the check itself broke (an exception); only this makes ``pflt verify`` exit
   non-zero.
 
@@ -72,11 +74,12 @@ class Verdict(str, Enum):
     INCONCLUSIVE = "INCONCLUSIVE"
     VACUOUS = "VACUOUS"
     ERROR = "ERROR"
+    NOT_RUN = "NOT RUN"
 
 
 #: worst first: the aggregate over seeds is the first of these that any seed has
 VERDICT_PRECEDENCE = (Verdict.ERROR, Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE,
-                      Verdict.VACUOUS, Verdict.HOLDS)
+                      Verdict.NOT_RUN, Verdict.VACUOUS, Verdict.HOLDS)
 
 #: what an ERRATUM verdict rests on (``Outcome.erratum_basis``): ``algebra`` = the formula as
 #: printed is inconsistent and our correction makes it consistent by algebra on our own

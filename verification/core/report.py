@@ -122,13 +122,15 @@ def _verdict_cell(run: "CheckRun") -> str:
 
 
 #: Report sections, in order: the verdicts that need a reader's attention first.
-VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "HOLDS")
+VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "NOT RUN", "VACUOUS", "HOLDS")
 VERDICT_MEANING = {
     "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
     "ERRATUM": "the formula as printed is contradicted and the corrected reading holds; each "
                "says whether by measurement or by algebra only (correction unproven).",
     "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
     "ERROR": "the check itself broke.",
+    "NOT RUN": "what the check needs (e.g. a reproduction's real-data results) is absent here; "
+               "the detail says why.",
     "VACUOUS": "the bound holds but exceeds the trivial bound of its quantity at every point "
                "checked (printed beside it): it says nothing, and is not counted as HOLDS.",
     "HOLDS": "the measurement agrees with the claim.",
@@ -140,7 +142,8 @@ def summary_line(counts: dict[str, int]) -> str:
     bound is not counted as HOLD)."""
     return (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
             f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
-            f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS")
+            f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS"
+            + (f", {counts['NOT RUN']} NOT RUN" if counts.get("NOT RUN") else ""))
 
 
 def sensitivity_line(suite: "SuiteRun") -> str:

@@ -66,7 +66,7 @@ def test_verdicts_of_true_false_and_raising_checks(fake_registry):
     raised = next(r for r in suite.runs if r.check.id == "fake.raises").results[0]
     assert "ZeroDivisionError" in raised.detail
     assert suite.counts() == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0,
-                              "INCONCLUSIVE": 0, "total": 3}
+                              "INCONCLUSIVE": 0, "NOT RUN": 0, "total": 3}
     assert suite.exit_code == 1
 
 
@@ -141,7 +141,7 @@ def test_cli_writes_parseable_report_and_results(fake_registry, tmp_path, capsys
     assert rc == 1  # fake.raises is an ERROR
     data = _strict_json(out / "results.json")
     assert data["summary"] == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0,
-                               "INCONCLUSIVE": 0, "total": 3}
+                               "INCONCLUSIVE": 0, "total": 3, "NOT RUN": 0}
     assert data["size"] == "quick" and data["seeds"] == [0, 1]
     env = data["environment"]
     assert env["device"] == "cpu" or env["device"].startswith("cuda")

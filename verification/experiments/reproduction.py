@@ -132,9 +132,12 @@ def _option(key: str, value) -> list[str]:
 def cells(rep: Reproduction, seeds=None, rounds: int | None = None, columns=None,
           methods=None, overrides=None) -> list[Cell]:
     """The cells of ``rep``: every column and row, or those whose key / label is in
-    ``columns`` / ``methods``; ``overrides`` replaces ``pflt run`` options of every cell."""
+    ``columns`` / ``methods``.  ``overrides`` (``pflt run`` options) replace a cell's option
+    where the cell has it; an option that no row has as a hyper-parameter (a data option,
+    e.g. ``clients``) is added to every cell."""
     seeds = rep.seeds if seeds is None else tuple(seeds)
-    over = tuple(sorted((overrides or {}).items()))
+    hp_keys = {k for r in rep.rows for d in (r.hp, *r.column_hp.values()) for k in d}
+    hp_keys |= {k for c in rep.columns for k in c.hp}
     out = []
     for col in rep.columns:
         if columns and col.key not in columns:
@@ -144,6 +147,9 @@ def cells(rep: Reproduction, seeds=None, rounds: int | None = None, columns=None
             if (methods and row.label not in methods) or (
                     row.columns is not None and col.key not in row.columns):
                 continue
+            has = {**col.options, **row.hp, **col.hp, **row.column_hp.get(col.key, {})}
+            over = tuple(sorted((k, v) for k, v in (overrides or {}).items()
+                                if k in has or k not in hp_keys))
             for s in seeds:
                 out.append(Cell(rep.name, row, col, int(s), int(t),
                                 min(rep.eval_every, int(t)), over, rep.metric))

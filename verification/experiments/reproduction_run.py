@@ -122,6 +122,8 @@ def run_cells(cells, csv_path, runs_root, data_dir=None, jobs: int = 1, log=prin
                 (Path(out) / "cell.json").write_text(json.dumps({"argv": argv}))
             else:
                 status = f"exit {rc}"
+        else:
+            log(f"{c.run_name}: finished run found in {out}, collected")
         row = collect(c, out, command, status)
         with lock:
             append_row(csv_path, row)

@@ -170,8 +170,25 @@ CGPFL_TABLE2_LAMBDA = Reproduction(
           "the partition is Table 1's (3 classes per client, the IJCAI text; the ICLR text "
           "says 2).")
 
+def _fig2_rows() -> tuple[Row, ...]:
+    base = {r.label: r for r in cgpfl_rows()}
+    ks = tuple(Row(f"CGPFL (K={k})", "cgpfl", {**base["CGPFL (K=4)"].hp, "num_contexts": k})
+               for k in (1, 2, 4, 8))
+    return ks + tuple(base[m] for m in ("CGPFL-Heur", "pFedMe (PM)", "Per-FedAvg (HF)", "Ditto"))
+
+
+CGPFL_FIG2_FMNIST = Reproduction(
+    name="cgpfl_fig2_fmnist", paper="CGPFL (IJCAI 2022)", table="Fig. 2", rows=_fig2_rows(),
+    columns=CGPFL_TABLE1_FMNIST.columns, numbers={}, rounds=200, eval_every=5, seeds=(0,),
+    round_seconds=FMNIST_ROUND_SECONDS,
+    notes=_CGPFL_NOTES + " Fig. 2 is curves (accuracy and loss against the round) with no "
+          "printed numbers: K ∈ {1, 2, 4, 8} (the legend's values are not in our text copy) "
+          "beside CGPFL-Heur, pFedMe, Per-FedAvg and Ditto; plotted by "
+          "`python -m paper_figures.cgpfl_fig2_fmnist`.")
+
 REPRODUCTIONS = {r.name: r for r in (CGPFL_TABLE1_FMNIST, CGPFL_TABLE1_MNIST,
-                                     CGPFL_TABLE1_CIFAR10, CGPFL_TABLE2_LAMBDA, *OTHERS)}
+                                     CGPFL_TABLE1_CIFAR10, CGPFL_TABLE2_LAMBDA,
+                                     CGPFL_FIG2_FMNIST, *OTHERS)}
 
 
 def get_reproduction(name: str) -> Reproduction:

@@ -1,7 +1,8 @@
 """Small datasets in the real file formats (gzipped IDX; CIFAR's pickled batches) with
 registry entries pinning them (MD5 of the bytes written here, counts of the labels written
-here), for the reproduction tests: ``real_format_data(tmp_path, name)`` writes one dataset
-and returns ``(directory, registry entry)``; use it under ``registry.override``."""
+here), for the reproduction tests: the fixture ``real_format_data`` (tests/conftest.py)
+is :func:`make`: ``make(tmp_path / name, name)`` writes one dataset and returns
+``(directory, registry entry)``; use it under ``registry.override``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pickle
 import struct
 
 import numpy as np
-import pytest
 
 from synthetic.real_data.registry import DatasetEntry, PinnedFile, SplitPins
 
@@ -79,12 +79,9 @@ def _entry(name: str, files: dict[str, bytes]) -> DatasetEntry:
                         loader_kwargs=kwargs)
 
 
-@pytest.fixture
-def real_format_data():
-    def make(root, name: str):
-        root.mkdir(parents=True, exist_ok=True)
-        files = _files(name)
-        for f, b in files.items():
-            (root / f).write_bytes(b)
-        return root, _entry(name, files)
-    return make
+def make(root, name: str):
+    root.mkdir(parents=True, exist_ok=True)
+    files = _files(name)
+    for f, b in files.items():
+        (root / f).write_bytes(b)
+    return root, _entry(name, files)

@@ -52,6 +52,8 @@ def add_parser(subparsers) -> None:
                    help=f"run directories (default {DEFAULT_RUNS})")
     p.add_argument("--dry-run", action="store_true",
                    help="print the cost and the commands, run nothing")
+    p.add_argument("--report", action="store_true",
+                   help="only rewrite NAME.md from the rows already in NAME.csv")
     p.set_defaults(func=_main)
 
 
@@ -114,6 +116,11 @@ def _main(args) -> int:
           f"{len(pending)} to run: {est / 60:.1f} CPU-minutes, ~{est / 60 / args.jobs:.1f} "
           f"minutes with --jobs {args.jobs} (measured per-round times on a shared 2-core machine)",
           flush=True)
+    cmd = f"pflt reproduce {rep.name}" + (f" --data-dir {args.data_dir}" if args.data_dir else "")
+    if args.report:
+        md_path.write_text(markdown(rep, read_rows(csv_path), claims=rep.claims, command=cmd))
+        print(f"wrote {md_path}")
+        return 0
     if args.dry_run:
         for c in pending:
             print(c.command(args.data_dir, str(Path(args.runs_dir) / rep.name / c.run_name)))
@@ -122,7 +129,6 @@ def _main(args) -> int:
     launch = _in_process_launch if args.jobs == 1 else subprocess_launch
     run_cells(cells, csv_path, args.runs_dir, data_dir=args.data_dir, jobs=args.jobs,
               launch=launch, log=lambda s: print(s, flush=True))
-    cmd = f"pflt reproduce {rep.name}" + (f" --data-dir {args.data_dir}" if args.data_dir else "")
     md_path.write_text(markdown(rep, read_rows(csv_path), claims=rep.claims, command=cmd))
     print(f"wrote {csv_path} and {md_path}")
     return 0

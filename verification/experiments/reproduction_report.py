@@ -101,7 +101,7 @@ def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "
             paper = rep.numbers.get((row.label, col.key))
             ptxt = "–" if paper is None else f"{paper:.2f}"
             if st is None:
-                out.append(f"| {row.label} | {ptxt} | not run | – | not run | – | 0 | – |")
+                out.append(f"| {row.label} | {ptxt} | not run | – | not run | – | – | – |")
                 continue
             seeds = ",".join(map(str, st["seeds"])) or "–"
             if st["failed"]:

@@ -25,9 +25,14 @@ MAX_POINTS = 2000
 RUN_TABLES = ("hyperparameters", "data", "run")
 
 
-def read_toml(path: Path) -> dict:
-    """The TOML file ``path`` or a one-line :class:`UserError`."""
-    from pflt.commands.run_options import tomllib
+def read_toml(path: Path, what: str = "sweep file") -> dict:
+    """The TOML file ``path`` or a one-line :class:`UserError` (``what``: the file's role,
+    in the message for a file nested too deeply — a 3,000-deep list is a RecursionError
+    inside ``tomllib``)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
@@ -40,7 +45,7 @@ def read_toml(path: Path) -> dict:
     except UnicodeDecodeError:
         raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
     except RecursionError:
-        raise UserError(f"{path} is nested too deeply to be a sweep file") from None
+        raise UserError(f"{path} is nested too deeply to be a {what}") from None
 
 
 def _scalar(value: Any, path: Path, key: str) -> None:

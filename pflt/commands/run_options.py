@@ -144,19 +144,22 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--replace", type=_bool, default=False,
                    help="label-skew: draw samples with replacement (default false)")
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="label-skew: client sizes uniform in [LO, HI]")
+                   help="label-skew: sizes U[LO, HI] (default: fit to the data)")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
-                   help="feature-shift: rotations U[-DEG, DEG] (45; 0: non-images)")
+                   help="feature-shift: rotations U[-DEG, DEG] (default: 45; 0 for non-images)")
     d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
-                   help="feature-shift: contrast log-uniform in [1/F, F] (2)")
+                   help="feature-shift: contrast in [1/F, F]")
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
-                   help="feature-shift: noise std U[0, S] (0.1)")
+                   help="feature-shift: noise std U[0, S]")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
                         "integer; none (the paper's sizes); auto (default: none unless the "
                         "synthetic features exceed 1 GiB, then the largest cap that fits)")
+    from pflt.commands._help import state_defaults
+
+    state_defaults(g._group_actions + d._group_actions)
 
 
 def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:
@@ -189,8 +192,8 @@ def help_text(algorithm: str | None, description: str = "", *,
         if action.dest in config:
             action.help = f"{action.help} {_from(source, config[action.dest])}"
     if config:
-        p.epilog = (f"[{source}: value]: the value set by --config {source}, used unless "
-                    "the command line gives the option")
+        p.epilog = _epilog(f"[{source}: value]: the value set by --config {source}, used "
+                           "unless the command line gives the option")
     if algorithm is None:
         p.description = description
         p.epilog = ("Hyper-parameters depend on the algorithm; each has its own option "
@@ -202,12 +205,20 @@ def help_text(algorithm: str | None, description: str = "", *,
                      f"implementation: {info.qualname}")
     h = p.add_argument_group(f"{info.name} hyper-parameters")
     for hp in info.hyperparameters:
-        symbol = f"{hp.symbol}: " if hp.symbol else ""
+        symbol = f"{hp.shown_symbol}: " if hp.symbol else ""
         mine = config.get(f"hp_{hp.name}")
         h.add_argument(hp.option, metavar=type(hp.default).__name__.upper(),
                        help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")
                        + ("" if mine is None else " " + _from(source, mine)))
     return p.format_help()
+
+
+def _epilog(text: str) -> str:
+    """``text`` as argparse prints it: argparse %-formats an epilog (or description) only
+    when it holds ``%(prog)``, so then every ``%`` is doubled (a file named
+    ``x%(prog)s%d.toml`` raised TypeError)."""
+    escaped = text.replace("%", "%%")
+    return escaped if "%(prog)" in escaped else text
 
 
 def _from(source: str, value: Any) -> str:
@@ -272,17 +283,10 @@ def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) ->
 
 
 def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
+    from pflt.commands._sweep_input import read_toml
+
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    if not path.is_file():
-        raise UserError(f"config {path} is not a file")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+    raw = read_toml(path, "config file")
     flat: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, dict) and key in ("hyperparameters", "data", "run"):
@@ -396,6 +400,27 @@ def default_rounds(algorithm) -> int:
     :data:`DEFAULT_ROUNDS`."""
     own = getattr(algorithm, "schedule_rounds", None)
     return int(own()) if callable(own) else DEFAULT_ROUNDS
+
+
+def inert_notes(algorithm, model) -> list[str]:
+    """One note per hyper-parameter that cannot change this run's result with this model
+    (the algorithm's ``inert_hyperparameters(model)``: FedProto's and FedPAC's λ, pFedFDA's
+    η with ``--model mlr``), naming its option, its value and why."""
+    inert = getattr(algorithm, "inert_hyperparameters", None)
+    if not callable(inert):
+        return []
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    return [f"{name}: --{hp.replace('_', '-')} {getattr(algorithm, hp)!r} cannot change the "
+            f"result ({why})" for hp, why in inert(model).items()]
+
+
+def test_split_reason(algorithm) -> str | None:
+    """Why the algorithm, as configured, reads its clients' test split (its
+    ``reads_test_split()``: Per-FedAvg's non-default ``adapt_on='test'``), else ``None``.
+    Such a run's accuracies are not held-out accuracies; ``engine.train_test_isolation``
+    flags the same configurations."""
+    reads = getattr(algorithm, "reads_test_split", None)
+    return reads() if callable(reads) else None
 
 
 def schedule_note(algorithm, model, rounds: int) -> str | None:

@@ -7,7 +7,7 @@ Examples::
     pflt worst-case --algorithm pfedme --prox steps --inner-steps 2 --rounds 2 --json
     pflt worst-case --algorithm pfedme --nonconvex --lam 3 --L 1 --lr 0.01 --rounds 2
     pflt worst-case --algorithm fedavg --lr 1.5 --local-rounds 2 --rounds 2 --mu 0.1 --L 1
-    pflt worst-case --algorithm cgpfl --contexts 1 --clients 2 --rounds 3 --local-rounds 2 \
+    pflt worst-case --algorithm cgpfl --contexts 1 --clients 2 --rounds 3 --local-rounds 2 \\
         --lam 3 --L 1 --alpha 1          # β: the theorem's largest unless --beta is given
 
 A performance-estimation problem (PEPit, the ``[pep]`` extra) computes the worst case over
@@ -34,6 +34,7 @@ import argparse
 import json
 
 from pflt.cli import UserError
+from pflt.commands._help import state_defaults
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,9 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="inner gradient steps K with --prox steps (default 1; T·R·K ≤ 24)")
     p.add_argument("--personal-lr", type=float, default=None, metavar="ETA_P",
                    help="inner step η_p with --prox steps (default 1/(L + λ))")
-    p.add_argument("--clients", type=int, default=2, metavar="N")
-    p.add_argument("--rounds", type=int, default=3, metavar="T")
-    p.add_argument("--local-rounds", type=int, default=5, metavar="R")
+    p.add_argument("--clients", type=int, default=2, metavar="N", help="clients N")
+    p.add_argument("--rounds", type=int, default=3, metavar="T", help="rounds T")
+    p.add_argument("--local-rounds", type=int, default=5, metavar="R", help="local rounds R")
     p.add_argument("--contexts", type=int, default=1, metavar="K",
                    help="CGPFL: number of contexts K (--clients must be a multiple)")
     p.add_argument("--beta", type=float, default=None,
@@ -70,6 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-contraction", action="store_true",
                    help="skip the one-round ρ and the largest contracting step (bisection)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    state_defaults(p._actions)
     p.set_defaults(func=run)
 
 

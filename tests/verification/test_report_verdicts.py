@@ -32,3 +32,39 @@ def test_sections_in_verdict_order_with_claim_evidence_size():
     assert format_table(SuiteRun(runs, "quick", (0, 1))).splitlines()[-1] == \
         summary_line(SuiteRun(runs, "quick", (0, 1)).counts())
     assert VERDICT_ORDER[0] == "FAILS" and VERDICT_ORDER[-1] == "HOLDS"
+
+
+def _worst_case_run(worst: float, bound: float = 1012.0):
+    from verification.core.registry import Check, run_check
+    from verification.worst_case.outcome import worst_case_outcome
+
+    chk = Check(id="w.thm", paper="P", reference="Thm 2", kind="worst_case",
+                fn=lambda ctx: worst_case_outcome(measured=900.0, worst=worst, bound=bound,
+                                                  exact=True, rel_tol=ctx.tolerance),
+                tolerance=0.02, tolerance_reason="solver")
+    res = run_check(chk)
+    return CheckRun(chk, res.verdict, (res,))
+
+
+def test_worst_case_columns_are_named_and_solver_tolerance_is_said():
+    within = _worst_case_run(1013.0)          # 0.1% above the bound: HOLDS by the 2% tolerance
+    assert within.verdict is Verdict.HOLDS
+    table = format_table(SuiteRun((within,), "quick", (0,))).splitlines()
+    assert table[0].split()[:6] == ["id", "kind", "R", "engine", "worst", "case"]
+    assert "bound" in table[0] and "measured" not in table[0]
+    text = "\n".join(table)
+    assert "1013 = bound within solver" in text and "tolerance (2%)" in text
+    md = report_markdown(SuiteRun((within,), "quick", (0,)))
+    assert "worst case 1013 = bound within solver tolerance (2%) (engine 900)" in md
+    # 3% above: beyond the tolerance, a counterexample, printed as the plain number
+    above = _worst_case_run(1042.0)
+    assert above.verdict is Verdict.FAILS
+    assert "solver tolerance" not in format_table(SuiteRun((above,), "quick", (0,)))
+    below = _worst_case_run(1000.0)
+    assert "solver tolerance" not in format_table(SuiteRun((below,), "quick", (0,)))
+
+
+def test_fails_explained_with_distance_from_holding_not_sensitivity():
+    runs = (_run("d.fails", Verdict.FAILS, "lift −0.09 ± 0.02"),)
+    md = report_markdown(SuiteRun(runs, "quick", (0,)))
+    assert "- **Distance from holding:**" in md and "- **Sensitivity:**" not in md

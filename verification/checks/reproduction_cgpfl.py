@@ -23,13 +23,17 @@ from verification.experiments.reproductions import CGPFL_TABLE1_FMNIST
 CSV = Path(__file__).resolve().parents[2] / "paper_figures" / "results" / "cgpfl_table1_fmnist.csv"
 
 
+def _not_run(why: str) -> Outcome:
+    return outcome(Verdict.NOT_RUN, measured=None, theoretical="ordering",
+                   detail=f"NOT RUN: {why}", extra={"not_run_reason": why})
+
+
 def ordering_outcome(csv_path, claims) -> Outcome:
     """Outcome of the ``(column, better, worse)`` claims on the CSV at ``csv_path``."""
     csv_path = Path(csv_path)
     if not csv_path.is_file():
-        return outcome(Verdict.NOT_RUN, measured=None, theoretical="ordering",
-                       detail=f"NOT RUN: {csv_path.name} absent (needs Fashion-MNIST: "
-                              f"pflt reproduce {CGPFL_TABLE1_FMNIST.name})")
+        return _not_run(f"{csv_path.name} absent (needs Fashion-MNIST: "
+                        f"pflt reproduce {CGPFL_TABLE1_FMNIST.name})")
     summary = summarize(read_rows(csv_path))
     verdicts, lines, measured = [], [], {}
     for column, better, worse in claims:
@@ -40,8 +44,7 @@ def ordering_outcome(csv_path, claims) -> Outcome:
         lines.append(line)
         measured[f"{column}: {better} > {worse}"] = v.value
     if not verdicts:
-        return outcome(Verdict.NOT_RUN, measured=None, theoretical="ordering",
-                       detail=f"NOT RUN: {csv_path.name} has no rows of the claims' methods")
+        return _not_run(f"{csv_path.name} has no rows of the claims' methods")
     return outcome(worst(verdicts), measured=measured, theoretical="better > worse",
                    detail="; ".join(lines))
 

@@ -108,6 +108,36 @@ def short(value: Any, width: int | None = MAX_CELL) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
+def worst_case_cells(run: "CheckRun") -> tuple[str, str, str]:
+    """``(engine, worst case, bound)`` of a ``worst_case`` result as printed: a worst case
+    above its bound but within the check's solver tolerance reads ``1013 = bound within solver
+    tolerance (2%)`` (its verdict is HOLDS by that tolerance, which the reader must see)."""
+    r0 = _first(run)
+    engine = r0.extra.get("measured_engine")
+    worst = r0.extra.get("worst_case", r0.measured)
+    bound = r0.extra.get("bound", r0.theoretical)
+    w_text = short(worst, None)
+    tol = run.check.tolerance
+    try:
+        w, b = float(worst), float(bound)
+    except (TypeError, ValueError):
+        w = b = None
+    if (w is not None and tol and b > 0 and b < w <= b * (1 + tol)
+            and run.verdict.value not in ("NOT RUN", "ERROR")):
+        w_text = f"{w:.4g} = bound within solver tolerance ({tol:.0%})"
+    return short(engine, None), w_text, short(bound, None)
+
+
+def value_cells(run: "CheckRun") -> tuple[str, str]:
+    """The measured / theoretical cells of a row; for a ``worst_case`` check the engine and
+    the worst case over the class on the left, the bound on the right, each named."""
+    r0 = _first(run)
+    if run.check.kind == "worst_case" and run.verdict.value not in ("NOT RUN", "ERROR"):
+        engine, worst, bound = worst_case_cells(run)
+        return f"worst case {worst} (engine {engine})", f"bound {bound}"
+    return short(r0.measured, None), short(r0.theoretical, None)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -122,15 +152,15 @@ def _verdict_cell(run: "CheckRun") -> str:
 
 
 #: Report sections, in order: the verdicts that need a reader's attention first.
-VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "NOT RUN", "VACUOUS", "HOLDS")
+VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR", "VACUOUS", "HOLDS")
 VERDICT_MEANING = {
     "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
     "ERRATUM": "the formula as printed is contradicted and the corrected reading holds; each "
                "says whether by measurement or by algebra only (correction unproven).",
     "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
+    "NOT RUN": "an optional dependency or a reproduction's real-data results are missing; "
+               "nothing was computed (the reason says what to install or run).",
     "ERROR": "the check itself broke.",
-    "NOT RUN": "what the check needs (e.g. a reproduction's real-data results) is absent here; "
-               "the detail says why.",
     "VACUOUS": "the bound holds but exceeds the trivial bound of its quantity at every point "
                "checked (printed beside it): it says nothing, and is not counted as HOLDS.",
     "HOLDS": "the measurement agrees with the claim.",
@@ -139,11 +169,23 @@ VERDICT_MEANING = {
 
 def summary_line(counts: dict[str, int]) -> str:
     """``N checks: a HOLD, b FAIL, c ERRATUM, d INCONCLUSIVE, e ERROR, v VACUOUS`` (a VACUOUS
-    bound is not counted as HOLD)."""
-    return (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
+    bound is not counted as HOLD), and ``, n NOT RUN`` when checks did not run."""
+    line = (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
             f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
-            f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS"
-            + (f", {counts['NOT RUN']} NOT RUN" if counts.get("NOT RUN") else ""))
+            f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS")
+    return line + (f", {counts['NOT RUN']} NOT RUN" if counts.get("NOT RUN") else "")
+
+
+def not_run_lines(suite: "SuiteRun") -> list[str]:
+    """One line per reason the checks that did not run give: ``9 not run: PEPit is not
+    installed: install with pip install -e '.[pep]'``."""
+    reasons: dict[str, int] = {}
+    for run in suite.runs:
+        if run.verdict.value == "NOT RUN":
+            r = next((r for r in run.results if r.verdict.value == "NOT RUN"), run.results[0])
+            why = str(r.extra.get("not_run_reason") or r.detail or "reason not stated")
+            reasons[why] = reasons.get(why, 0) + 1
+    return [f"{n} not run: {why}" for why, n in sorted(reasons.items(), key=lambda x: -x[1])]
 
 
 def sensitivity_line(suite: "SuiteRun") -> str:
@@ -151,8 +193,8 @@ def sensitivity_line(suite: "SuiteRun") -> str:
     smallest factor on the theoretical side that flips each check's verdict."""
     from verification.core.sensitivity import summarise
 
-    return summarise((run.check.kind, _deciding_sensitivity(run)) for run in suite.runs
-                     if run.verdict.value != "ERROR")
+    return summarise((run.check.kind, _deciding_sensitivity(run), run.verdict.value)
+                     for run in suite.runs if run.verdict.value != "ERROR")
 
 
 def _deciding_sensitivity(run: "CheckRun") -> float | None:
@@ -169,6 +211,13 @@ def _sensitivity_cell(run: "CheckRun") -> str:
     if value is None:
         return r.sensitivity_note or "n/a"
     return format_factor(value)
+
+
+def _sensitivity_label(run: "CheckRun") -> str:
+    """Under a FAILS or an ERRATUM the factor is how far the claim is from holding, not
+    what the check could detect."""
+    return ("Distance from holding" if run.verdict.value in ("FAILS", "ERRATUM")
+            else "Sensitivity")
 
 
 def _erratum_line(run: "CheckRun") -> str:
@@ -202,7 +251,7 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
              f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
              f"- **Measured / theoretical:** {short(worst[0].measured, None)} / "
              f"{short(worst[0].theoretical, None)}",
-             f"- **Sensitivity:** {_sensitivity_cell(run)}"
+             f"- **{_sensitivity_label(run)}:** {_sensitivity_cell(run)}"
              + (f" ({worst[0].sensitivity_note})" if _deciding_sensitivity(run) is not None
                 and worst[0].sensitivity_note else ""),
              f"- **Decided at:** {_size(run, size)}"
@@ -230,10 +279,12 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
         f"(git {env.get('git_commit') or '?'}), device {env.get('device', '?')}, "
         f"Python {env.get('python', '?')}, "
         + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items() if v) + ".", "",
-        f"**{summary_line(counts)}.**", "", f"_{sensitivity_line(suite)}._", "",
+        f"**{summary_line(counts)}.**", "",
+        *[f"**{line}.**" for line in not_run_lines(suite)],
+        *([""] if not_run_lines(suite) else []), f"_{sensitivity_line(suite)}._", "",
         " ".join(f"{v}: {VERDICT_MEANING[v]}" for v in VERDICT_ORDER),
         "With several seeds the verdict is the worst seed's (ERROR > FAILS > ERRATUM > "
-        "INCONCLUSIVE > VACUOUS > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
+        "INCONCLUSIVE > NOT RUN > VACUOUS > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
     ]
     for verdict in VERDICT_ORDER:
         group = [run for run in suite.runs if run.verdict.value == verdict]
@@ -251,7 +302,7 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
             figs = _figures(run, out_dir)
             fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
             cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
-                     short(r0.measured, None), short(r0.theoretical, None),
+                     *value_cells(run),
                      f"**{_verdict_cell(run)}**", _sensitivity_cell(run), short(r0.detail, None),
                      fig_cell]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
@@ -289,17 +340,24 @@ def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
 
     header = ("id", "kind", "R", "measured", "theoretical", "tightness", "verdict", "sens.",
               "s")
+    only_worst = bool(suite.runs) and all(run.check.kind == "worst_case" for run in suite.runs)
+    if only_worst:  # pflt verify --kind worst_case: name the three numbers
+        header = ("id", "kind", "R", "engine", "worst case", "bound", "tightness", "verdict",
+                  "sens.", "s")
     rows: list[tuple[str, ...]] = []
     for run in suite.runs:
-        r0 = _first(run)
+        values = (worst_case_cells(run) if only_worst and run.verdict.value
+                  not in ("NOT RUN", "ERROR") else ("-", "-", "-") if only_worst
+                  else value_cells(run))
         cells = (run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
-                 short(r0.measured, None), short(r0.theoretical, None), _tightness_cell(run),
+                 *values, _tightness_cell(run),
                  _verdict_cell(run), _short_sensitivity(run), f"{run.seconds:.1f}")
         if width is None:
             rows.append(cells)
             continue
+        value_columns = (3, 4, 5) if only_worst else (3, 4)
         wrapped = [textwrap.wrap(c, width, break_long_words=True) or [""]
-                   if i in (3, 4) else [c] for i, c in enumerate(cells)]
+                   if i in value_columns else [c] for i, c in enumerate(cells)]
         for k in range(max(len(w) for w in wrapped)):
             rows.append(tuple(w[k] if k < len(w) else "" for w in wrapped))
     widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
@@ -309,6 +367,7 @@ def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
 
     out = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
     out.append(sensitivity_line(suite))
+    out.extend(not_run_lines(suite))
     out.append(summary_line(suite.counts()))
     errors = [run for run in suite.runs if run.verdict.value == "ERROR"]
     for run in errors:
@@ -324,12 +383,15 @@ def _short_sensitivity(run: "CheckRun") -> str:
 
 
 def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:
-    """Write ``results.json`` and ``report.md`` into ``out_dir``; return their paths."""
+    """Write ``results.json`` and ``report.md`` into ``out_dir`` (each atomically: a
+    failed write leaves no half file and its error names the file); return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    from pfl_theory.safe_files import atomic_write_text   # names the file on a failed write
+                                                          # (disk full, a file-size limit)
     results_path = out_dir / "results.json"
-    results_path.write_text(json.dumps(results_dict(suite, out_dir), indent=2,
-                                       allow_nan=False) + "\n", encoding="utf-8")
+    atomic_write_text(results_path, json.dumps(results_dict(suite, out_dir), indent=2,
+                                               allow_nan=False) + "\n")
     report_path = out_dir / "report.md"
-    report_path.write_text(report_markdown(suite, out_dir), encoding="utf-8")
+    atomic_write_text(report_path, report_markdown(suite, out_dir))
     return results_path, report_path

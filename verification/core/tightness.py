@@ -5,7 +5,8 @@ researcher asks of a bound: does it hold on real runs, and how loose is it?
 
 With several seeds the row shows the seed where the bound is tightest (smallest tightness,
 the one that decides HOLDS/FAILS).  For ``envelope`` results the "measured" column is the
-spread max/min of measured/shape over the grid, the "bound" the factor fixed in the check,
+rise of measured/shape over the grid's second half above the constant fitted on its first
+(O(·) upper bounds; the spread max/min for Θ claims), the "bound" the factor fixed in the check,
 and the implied constant C is appended.  Rendered by :func:`tightness_markdown`, called from
 :func:`verification.core.report.report_markdown`; per-grid data for the figure
 ``paper_figures/bound_tightness.py`` stays in ``results.json`` (``extra``).
@@ -70,9 +71,10 @@ def tightness_markdown(suite: SuiteRun) -> list[str]:
     lines = ["", "## Tightness of the bounds", "",
              "tightness = bound / measured (≥ 1 when the bound holds; ∞ when the measurement "
              "is 0); vacuous = the bound is above the trivial bound (loss range, initial "
-             "error), `n/a` where the check states none.  Envelopes: measured = spread of "
-             "measured/shape over the grid, bound = the factor fixed before the run, C = "
-             "implied constant.  Row = the seed where the bound is tightest.", "",
+             "error), `n/a` where the check states none.  Envelopes: measured = rise of "
+             "measured/shape over the grid's second half above the first half's constant "
+             "(O(·) upper bounds; the spread max/min for Θ claims), bound = the factor fixed "
+             "before the run, C = implied constant.  Row = the seed where the bound is tightest.", "",
              "| theorem | kind | measured | bound | tightness | vacuous? | trivial bound | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:

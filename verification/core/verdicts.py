@@ -73,8 +73,7 @@ def difference_three_way(diff: float, se: float, *, z: float = 2.0) -> Verdict:
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
-    """The worst of several sub-verdicts (FAILS > ERRATUM > INCONCLUSIVE > NOT RUN > VACUOUS >
-    HOLDS)."""
+    """The worst of several sub-verdicts (FAILS > ERRATUM > INCONCLUSIVE > VACUOUS > HOLDS)."""
     order = (Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE, Verdict.NOT_RUN,
              Verdict.VACUOUS, Verdict.HOLDS)
     for v in order:

@@ -29,8 +29,40 @@ MAX_CALLS = 24
 MAX_CLIENTS = 4
 
 
+#: the largest magnitude of a parameter: the SDP solves to ~1e-8 relative, so scales beyond
+#: 1e6 (products of two of them reach 1e12) leave its accuracy (``--delta0 1e308`` gave an
+#: "unbounded" answer after 45 s, ``--sigma-sq 1e308`` a number)
+MAX_SCALE = 1e6
+#: enumerated sampling paths times oracle calls per path: the sampled PEP's size
+MAX_SAMPLED_CALLS = 48
+
+
+def _number(name: str, value, *, positive: bool) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if positive and not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if not positive and value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    if abs(value) > MAX_SCALE:
+        raise ValueError(f"{name} = {value:g} is beyond {MAX_SCALE:g}: the SDP's accuracy "
+                         f"(~1e-8 relative) does not reach that scale")
+
+
 def validate(s: P.Setting) -> None:
-    """Sizes a PEP can solve, and parameters of the classes (one-line ``ValueError``)."""
+    """Sizes a PEP can solve, and parameters of the classes (one-line ``ValueError``),
+    before any solve."""
+    for name in ("clients", "rounds", "local_rounds", "batch_size"):
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    for name in ("lr", "lam", "beta", "L", "Delta0"):
+        _number(name, getattr(s, name), positive=True)
+    for name in ("sigma_sq", "inner_accuracy"):
+        _number(name, getattr(s, name), positive=False)
+    for name in ("noise_sq", "delta_sq", "mu"):
+        if getattr(s, name) is not None:
+            _number(name, getattr(s, name), positive=name == "mu")
     calls = s.rounds * s.local_rounds * (s.inner[0] if s.inner else 1)
     if calls > MAX_CALLS:
         raise ValueError(f"rounds × local rounds × inner steps = {calls} oracle calls per "
@@ -38,20 +70,43 @@ def validate(s: P.Setting) -> None:
     if not 1 <= s.clients <= MAX_CLIENTS:
         raise ValueError(f"--clients must be 1 … {MAX_CLIENTS}, got {s.clients} (N = 2 "
                          f"equals N = 3 in the homogeneous case)")
-    for name in ("lr", "lam", "beta", "L", "Delta0"):
-        if not getattr(s, name) > 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(s, name)}")
     if s.mu is not None and not 0 < s.mu < s.L:
         raise ValueError(f"need 0 < mu < L, got mu={s.mu}, L={s.L}")
-    if s.sigma_sq < 0:
-        raise ValueError(f"sigma_sq must be >= 0, got {s.sigma_sq}")
     if s.mu is None and s.clients != 1:
         raise ValueError("the non-convex PEP is the homogeneous case (identical clients, "
                          "σ_f = 0): use --clients 1")
     if s.mu is None and s.lam <= s.L:
         raise ValueError(f"the non-convex envelope needs lam > L, got lam={s.lam}, L={s.L}")
-    if s.inner is not None and not (s.inner[0] >= 1 and s.inner[1] > 0):
-        raise ValueError(f"inner steps must be >= 1 with a positive step, got {s.inner}")
+    if s.inner is not None and not (isinstance(s.inner[0], int) and s.inner[0] >= 1):
+        raise ValueError(f"inner steps must be an integer >= 1, got {s.inner[0]!r}")
+    if s.inner is not None:
+        _number("personal_lr", s.inner[1], positive=True)
+    _validate_randomness(s, calls)
+
+
+def _validate_randomness(s: P.Setting, calls: int) -> None:
+    if s.sampled is not None:
+        if isinstance(s.sampled, bool) or not isinstance(s.sampled, int) \
+                or not 1 <= s.sampled <= s.clients:
+            raise ValueError(f"--sampled S must be an integer in 1 … N = {s.clients}, got "
+                             f"{s.sampled!r}")
+        from verification.worst_case.stochastic import MAX_PATHS, path_count
+        paths = path_count(s)
+        if paths > MAX_PATHS or paths * calls > MAX_SAMPLED_CALLS:
+            raise ValueError(f"C(N, S)^T = {paths} sampling paths × {calls} oracle calls: "
+                             f"more than {MAX_PATHS} paths or {MAX_SAMPLED_CALLS} calls, too "
+                             f"large for an exact PEP (use fewer rounds)")
+    if s.method == "fedavg" and (s.inner_accuracy or s.delta_sq is not None):
+        raise ValueError("--inner-accuracy and --delta-sq are pFedMe's inner solve; FedAvg "
+                         "has none")
+    if s.inner is not None and (s.inner_accuracy or s.delta_sq is not None):
+        raise ValueError("--inner-accuracy and --delta-sq describe an inexact prox: with "
+                         "--prox steps the inner solve is the K steps themselves")
+    if s.delta_sq is not None and (s.noise_sq is not None or s.inner_accuracy):
+        raise ValueError("--delta-sq is Lemma 1's conclusion δ² itself: give either it or "
+                         "--noise-sq/--inner-accuracy (which make δ² = 2(ν + V/|D|)/(λ+μ)²)")
+    if s.batch_size != 1 and s.noise_sq is None:
+        raise ValueError("--batch-size divides the gradient noise: it needs --noise-sq")
 
 
 def analyse(s: P.Setting, *, contraction: bool = True, solver: str = "clarabel",

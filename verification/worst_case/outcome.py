@@ -97,13 +97,14 @@ def upper_bound_grid_outcome(measured: Any, bound: Any, *, detail: str = "",
 
 
 def needs_pep(fn):
-    """A worst_case check that reports INCONCLUSIVE with the install hint without PEPit."""
+    """A worst_case check that reports NOT RUN with the install hint without PEPit."""
     def run(ctx: Context) -> Outcome:
         try:
             return fn(ctx)
         except PEPUnavailable as exc:   # numbers required by the kind; strict JSON: no NaN
             return Outcome(measured=0.0, theoretical=0.0, holds=False, tightness=math.inf,
-                           verdict=Verdict.INCONCLUSIVE, detail=f"not computed: {exc}")
+                           verdict=Verdict.NOT_RUN, detail=f"not run: {exc}",
+                           extra={"not_run_reason": str(exc)})
     run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return run
 

@@ -31,9 +31,9 @@ from paper_figures._io import RESULTS_ENV_VAR, find_verify_results
 from paper_figures._style import save_figure, shown_path  # noqa: E402
 
 ENV_VAR = RESULTS_ENV_VAR
-VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS")
+VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "NOT RUN")
 COLORS = {"HOLDS": "#2e7d32", "VACUOUS": "#c0ca33", "FAILS": "#ef6c00", "ERRATUM": "#6a1b9a",
-          "INCONCLUSIVE": "#90a4ae", "ERROR": "#c62828"}
+          "INCONCLUSIVE": "#90a4ae", "ERROR": "#c62828", "NOT RUN": "#e0e0e0"}
 NO_RESULTS = ("no `pflt verify` results given — nothing to summarise.\n"
               "Run `pflt verify --quick --out verify_out`, then\n"
               "`pflt figures --only verification_summary --verify-results verify_out`.")

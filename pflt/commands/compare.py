@@ -22,7 +22,8 @@ a note that it is ahead of all of them; with one seed the noise is unknown and i
 Only finished runs are averaged: a run still being written (its ``.lock`` held), killed, or
 short of its configured rounds is counted as *unfinished* and a diverged one as *diverged*,
 each named on stderr.  The same run given twice (``a a``, ``a ./a``, a link to ``a``) is
-counted once, with a note.
+counted once, with a note; so is a copy of a run (another directory with the same
+configuration and seed: it is not a second seed).
 
 Writes into ``--out`` (default ``compare_out``, locked while writing, each file atomically):
 ``compare.csv`` (numeric, one row per configuration × metric × at: ``mean``, ``sd``, ``n``
@@ -43,6 +44,7 @@ from pathlib import Path
 
 from pflt.aggregate import (AT, Group, Run, deduplicate, expand_run_dirs, format_mean_sd,
                             group_runs, load_run, metric_names, models_of)
+from pflt.run_dirs import deduplicate_runs
 from pflt.out_lock import out_path
 
 HEADLINE = ("headline_accuracy", "headline_loss")
@@ -233,7 +235,9 @@ def run(args: argparse.Namespace) -> int:
     paths, notes = deduplicate(expand_run_dirs(args.runs))
     for note in notes:
         print(note, file=sys.stderr)
-    runs: list[Run] = [load_run(p) for p in paths]
+    runs, copies = deduplicate_runs([load_run(p) for p in paths])
+    for note in copies:
+        print(note, file=sys.stderr)
     for r in runs:
         if not r.finished:
             print(f"note: {r.path} is {r.status} ({r.why}): not averaged", file=sys.stderr)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pflt.cli import UserError
 from pflt.out_lock import out_path
+from pflt.commands._device import add_device_option, with_device
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +50,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "the first that holds one); the command prints which results were drawn")
     p.add_argument("--list", action="store_true", help="list the figure modules and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
-    p.set_defaults(func=run)
+    add_device_option(p)
+    p.set_defaults(func=with_device(run))
 
 
 #: the figure modules that draw ``pflt verify`` results (``--from``)

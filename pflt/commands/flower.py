@@ -17,7 +17,9 @@ algorithm's own client/server functions on the same draws).  Clients that fail
 or time out are left out of that round's aggregation and listed under ``failures``.
 ``--checkpoint-every k`` writes ``OUT/checkpoint.pt`` (the full state, collected from the
 clients) every k rounds; ``--resume OUT --rounds T`` continues that run to round T.
-Writes ``flower_history.json`` and ``flower_summary.json`` to ``--out``.  Needs the extra
+Writes ``flower_history.json`` and ``flower_summary.json`` to ``--out``.  Divergence
+(non-finite state or loss, a loss above 1e3 × its initial value) stops the run as ``pflt
+run``'s does: exit 1 naming the round, history and ``diverged.json`` kept.  Needs the extra
 ``flower`` (from the checkout: ``pip install -e ".[flower]"``).
 """
 
@@ -125,6 +127,9 @@ def _run_locked(args, options: dict) -> int:
     settings = Settings.of(algorithm, num_clients=fed.num_clients, seed=options["seed"],
                            model=options["model"], hidden=options["hidden"], l2=options["l2"])
     out = Path(options["out"])
+    notes = opts.inert_notes(algorithm, settings.build_model(fed))
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     state = None
     if options.get("resume"):
         state = load_checkpoint(out / "checkpoint.pt", algorithm)
@@ -149,9 +154,18 @@ def _run_locked(args, options: dict) -> int:
         from pflt.cli import one_line
         print(f"pflt flower-sim: error: {one_line(exc)}", file=sys.stderr)
         return 1
+    if result.divergence is not None:     # the same contract and exit status as pflt run
+        atomic_write_text(out / "flower_history.json", json.dumps(result.history, indent=1))
+        atomic_write_text(out / "diverged.json", json.dumps(
+            {"round": result.divergence.round, "reason": str(result.divergence)}, indent=1))
+        print(f"pflt flower-sim: error: {result.divergence} (history in {out})",
+              file=sys.stderr)
+        return 1
     last = result.history[-1] if result.history else {}
     summary = {k: v for k, v in last.items()}
     summary["failures"] = result.failures
+    if notes:
+        summary["notes"] = notes
     if args.compare:
         from algorithms.engine.runner import run as run_engine
         model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])

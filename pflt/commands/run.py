@@ -100,12 +100,19 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     with np.errstate(over="ignore", invalid="ignore"):  # non-finite data are reported below
         fed = build_federation(spec, device=options["device"], dtype=dtype)
     if not (all_finite(fed.train.x) and all_finite(fed.test.x)):
+        from pflt.commands._run_data import scaling_options
         raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
-                        "(--synthetic-alpha/--synthetic-beta too large?)")
+                        f"({scaling_options(options)})")
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
     note = opts.schedule_note(algorithm, model, options["rounds"])
     if note:
         print(f"warning: {note}", file=sys.stderr)
+    notes = opts.inert_notes(algorithm, model)
+    leak = opts.test_split_reason(algorithm)
+    if leak:
+        print(f"warning: this run reads the test split: {leak}", file=sys.stderr)
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     if options.get("model_chosen"):
         print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "
               "(pass --model to choose another)", file=sys.stderr)
@@ -151,6 +158,10 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         return None
     last = result.history.last()
     summary = {k: v for k, v in last.items() if not isinstance(v, (list, dict))}
+    if notes:
+        summary["notes"] = notes
+    if leak:
+        summary["reads_test_split"] = leak
     comm = meter.per_round()
     summary.update({f"communication_{k}_per_round": comm[k] for k in COMMUNICATION if comm})
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))

@@ -34,7 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn"]
+MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn", "cnn3", "resnet18-gn"]
 #: ``--rounds`` of an algorithm without a schedule of its own (:func:`default_rounds`)
 DEFAULT_ROUNDS = 50
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
@@ -97,13 +97,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
-    g.add_argument("--model", default=None, choices=MODELS,
-                   help="model (default mlr, or mlp for an algorithm that needs layers); "
-                        "mlp = deep ReLU net for layer-wise methods; mlp-bn = mlp with "
-                        "BatchNorm after every hidden layer (fedbn, fedavg, local)")
+    g.add_argument("--model", default=None, choices=MODELS, metavar="NAME",
+                   help="mlr (default; mlp for layer-wise methods), dnn, mlp, mlp-bn (BatchNorm: "
+                        "fedbn, fedavg, local), cnn (CGPFL: 2 conv+2 FC), cnn3 (PPFE: 2 conv+"
+                        "3 FC), resnet18-gn (PLGU)")
     g.add_argument("--hidden", type=_widths, default=None,
-                   help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
-                        "(default 64,32,16)")
+                   help="dnn/cnn: one width (dnn 20; CGPFL 128); mlp/cnn3: comma list; "
+                        "resnet18-gn: base width (64)")
     g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
     g.add_argument("--rounds", type=int, default=None,
                    help=f"communication rounds T (default: the algorithm's own schedule where "
@@ -192,8 +192,8 @@ def help_text(algorithm: str | None, description: str = "", *,
         if action.dest in config:
             action.help = f"{action.help} {_from(source, config[action.dest])}"
     if config:
-        p.epilog = (f"[{source}: value]: the value set by --config {source}, used unless "
-                    "the command line gives the option")
+        p.epilog = _epilog(f"[{source}: value]: the value set by --config {source}, used "
+                           "unless the command line gives the option")
     if algorithm is None:
         p.description = description
         p.epilog = ("Hyper-parameters depend on the algorithm; each has its own option "
@@ -211,6 +211,14 @@ def help_text(algorithm: str | None, description: str = "", *,
                        help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")
                        + ("" if mine is None else " " + _from(source, mine)))
     return p.format_help()
+
+
+def _epilog(text: str) -> str:
+    """``text`` as argparse prints it: argparse %-formats an epilog (or description) only
+    when it holds ``%(prog)``, so then every ``%`` is doubled (a file named
+    ``x%(prog)s%d.toml`` raised TypeError)."""
+    escaped = text.replace("%", "%%")
+    return escaped if "%(prog)" in escaped else text
 
 
 def _from(source: str, value: Any) -> str:
@@ -274,18 +282,27 @@ def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) ->
     return out if action.nargs not in (None, "?") else out[0]
 
 
-def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
-    path = Path(path)
+def read_toml(path: Path, what: str = "sweep file") -> dict:
+    """The TOML file ``path`` or a one-line :class:`UserError` (``what``: the file's role,
+    in the message for a file nested too deeply — a 3,000-deep list is a RecursionError
+    inside ``tomllib``)."""
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
     if not path.is_file():
         raise UserError(f"config {path} is not a file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+    except RecursionError:
+        raise UserError(f"{path} is nested too deeply to be a {what}") from None
+
+
+def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
+    path = Path(path)
+    raw = read_toml(path, "config file")
     flat: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, dict) and key in ("hyperparameters", "data", "run"):
@@ -378,9 +395,15 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     hidden = values.get("hidden")
     if hidden is not None and values["model"] == "mlr":
         raise UserError("--hidden does not apply to --model mlr (no hidden layer)")
-    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn"):
+    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn", "resnet18-gn"):
         raise UserError(f"--model {values['model']} takes one --hidden width, got "
                         f"{','.join(map(str, hidden))}")
+    if isinstance(hidden, (tuple, list)) and values["model"] == "cnn3" and len(hidden) != 2:
+        raise UserError(f"--model cnn3 takes two --hidden widths (its hidden dense layers), "
+                        f"got {','.join(map(str, hidden))}")
+    if values["model"] == "resnet18-gn" and hidden is not None and hidden % 2:
+        raise UserError(f"--model resnet18-gn: --hidden (the base width) must be even (2 "
+                        f"GroupNorm groups), got {hidden}")
     cls(**given)  # validate hyper-parameters before any data is generated
     return values
 
@@ -399,6 +422,27 @@ def default_rounds(algorithm) -> int:
     :data:`DEFAULT_ROUNDS`."""
     own = getattr(algorithm, "schedule_rounds", None)
     return int(own()) if callable(own) else DEFAULT_ROUNDS
+
+
+def inert_notes(algorithm, model) -> list[str]:
+    """One note per hyper-parameter that cannot change this run's result with this model
+    (the algorithm's ``inert_hyperparameters(model)``: FedProto's and FedPAC's λ, pFedFDA's
+    η with ``--model mlr``), naming its option, its value and why."""
+    inert = getattr(algorithm, "inert_hyperparameters", None)
+    if not callable(inert):
+        return []
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    return [f"{name}: --{hp.replace('_', '-')} {getattr(algorithm, hp)!r} cannot change the "
+            f"result ({why})" for hp, why in inert(model).items()]
+
+
+def test_split_reason(algorithm) -> str | None:
+    """Why the algorithm, as configured, reads its clients' test split (its
+    ``reads_test_split()``: Per-FedAvg's non-default ``adapt_on='test'``), else ``None``.
+    Such a run's accuracies are not held-out accuracies; ``engine.train_test_isolation``
+    flags the same configurations."""
+    reads = getattr(algorithm, "reads_test_split", None)
+    return reads() if callable(reads) else None
 
 
 def schedule_note(algorithm, model, rounds: int) -> str | None:

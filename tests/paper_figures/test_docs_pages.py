@@ -61,7 +61,7 @@ def test_every_section_shows_its_files_numbers_and_conditions(tmp_path):
     assert "| pFedMe | 2 | 1 | 1 |" in findings                   # HOLDS, ERRATUM counts
     assert "| `pfedme.thm2` | pFedMe | bound | HOLDS | 2/2 | 1.235 |" in findings
     assert "2026-11-28 15:00 UTC, commit abc1234, 2 cores, load 1.2" in findings
-    assert "| pfedme | mnist | 0.8062 ± 0.0086 | 2 |" in findings    # mean ± sd of 2 seeds
+    assert "| pfedme | mnist | 0.8062 ± 0.0086 | – | 2 |" in findings    # mean ± sd, 2 seeds
     assert "commit def5678" in findings
     assert "pflt --help" in bench and "7 s" in bench
     assert "| 1 | local | local (headline) | 0.9000 ± 0.0100 |" in bench
@@ -73,7 +73,7 @@ def test_every_section_shows_its_files_numbers_and_conditions(tmp_path):
 def test_a_changed_result_changes_the_page(tmp_path):
     before = dp.render(_planted(tmp_path / "a"))[dp.FINDINGS]
     after = dp.render(_planted(tmp_path / "b", accuracy=0.9))[dp.FINDINGS]
-    assert before != after and "| 0.8500 ± 0.0706 | 2 |" in after
+    assert before != after and "| 0.8500 ± 0.0706 | – | 2 |" in after
 
 
 def test_absent_files_name_the_command_that_writes_them(tmp_path):

@@ -24,6 +24,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from paper_figures._style import save_figure
+
 NAME = "cgpfl_fig2_fmnist"
 DEFAULT_CSV = Path("paper_figures") / "results" / f"{NAME}.csv"
 
@@ -89,10 +91,11 @@ def plot(data: dict, out_dir) -> list[Path]:
         axes[0][j].set(title=f"Accuracy: {col}", xlabel="round", ylabel="test accuracy")
         axes[1][j].set(title=f"Loss: {col}", xlabel="round", ylabel="test loss")
         axes[0][j].legend(fontsize=8)
+        axes[1][j].legend(fontsize=8)
     fig.suptitle("CGPFL Fig. 2 on Fashion-MNIST (N = 40, α = 1, λ = 12, R = 10, S = 5)")
     fig.tight_layout()
     png = out_dir / f"{NAME}.png"
-    fig.savefig(png, dpi=110)
+    save_figure(fig, png, dpi=110)
     plt.close(fig)
     return [png, csv_path]
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import datetime
 import sys
 import types
@@ -120,7 +121,13 @@ def diff(ours: dict, row: int, theirs: dict) -> float:
 
 
 def peer_modules(root: Path):
+    """PFLlib's client and server classes from the checkout ``root`` (its ``system/`` on
+    ``sys.path``).  ``serverbase`` imports ``h5py`` only to save results files: where it is
+    not installed an empty stand-in module is registered (no code we run uses it)."""
     sys.path.insert(0, str(root / "system"))
+    if importlib.util.find_spec("h5py") is None:
+        sys.modules.setdefault("h5py", types.ModuleType("h5py"))
+    from flcore.clients.clientavg import clientAVG
     from flcore.clients.clientala import clientALA
     from flcore.clients.clientbn import clientBN
     from flcore.clients.clientprox import clientProx
@@ -130,7 +137,8 @@ def peer_modules(root: Path):
     from flcore.servers.serverscaffold import SCAFFOLD
     import flcore.clients.clientala as ala_module
     return dict(fedprox=clientProx, scaffold=clientSCAFFOLD, fedbn=clientBN, fedrod=clientROD,
-                fedala=clientALA, Server=Server, SCAFFOLDServer=SCAFFOLD, ala_module=ala_module)
+                fedala=clientALA, fedavg=clientAVG, Server=Server, SCAFFOLDServer=SCAFFOLD,
+                ala_module=ala_module)
 
 
 def fed_loader(fed, i: int, batches: torch.Tensor) -> list:
@@ -138,8 +146,11 @@ def fed_loader(fed, i: int, batches: torch.Tensor) -> list:
     return [fed.train.gather(batches[r, i]) for r in range(batches.shape[0])]
 
 
-def make_peer(cls, fed, i: int, net: nn.Module, extra: dict, ala_data=None):
-    """A PFLlib client of class ``cls`` for client ``i`` whose data loader we feed."""
+def make_peer(cls, fed, i: int, net: nn.Module, extra: dict, ala_data=None, *,
+              num_classes: int = CLASSES, batch_size: int = BATCH, lr: float = LR,
+              double: bool = True):
+    """A PFLlib client of class ``cls`` for client ``i`` whose data loader we feed (``feed``:
+    the list its ``load_train_data`` returns)."""
     class Fed(cls):
         def load_train_data(self, batch_size=None):
             return self.feed
@@ -147,12 +158,14 @@ def make_peer(cls, fed, i: int, net: nn.Module, extra: dict, ala_data=None):
     o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
     Fed.feed = [(fed.train.x[o:o + n], fed.train.y[o:o + n])]     # whole data at set-up
     args = types.SimpleNamespace(model=net, algorithm="x", dataset="x", device="cpu",
-                                 save_folder_name="x", num_classes=CLASSES, batch_size=BATCH,
-                                 local_learning_rate=LR, local_epochs=1, few_shot=0,
+                                 save_folder_name="x", num_classes=num_classes,
+                                 batch_size=batch_size, local_learning_rate=lr,
+                                 local_epochs=1, few_shot=0,
                                  learning_rate_decay_gamma=1.0, learning_rate_decay=False,
                                  **extra)
     peer = Fed(args, i, n, int(fed.test.counts[i]), train_slow=False, send_slow=False)
-    peer.model.double()
+    if double:
+        peer.model.double()
     return peer
 
 

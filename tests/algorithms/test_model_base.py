@@ -3,6 +3,7 @@ every built-in network uses."""
 
 import math
 
+import pytest
 import torch
 
 from algorithms.engine.model_base import _dense, _uniform
@@ -23,3 +24,16 @@ def test_uniform_is_bounded_by_one_over_sqrt_fan_in_and_seeded():
     assert float(a.abs().max()) <= 1 / math.sqrt(25)
     assert float(a.abs().max()) > 0.9 / math.sqrt(25)      # fills the interval
     assert torch.equal(a, _uniform((2000,), 25, torch.Generator().manual_seed(1)))
+
+
+@pytest.mark.parametrize("d_out", [3, 16, 17, 64])
+def test_dense_both_layouts_compute_x_w_plus_b(d_out):
+    """Outputs narrower and wider than TRANSPOSED_MAX_OUT take the two layouts; both are
+    x W + b (and broadcast a [1, ...] bias row the same way)."""
+    gen = torch.Generator().manual_seed(d_out)
+    x = torch.randn(2, 5, 7, generator=gen, dtype=torch.float64)
+    w = torch.randn(2, 7, d_out, generator=gen, dtype=torch.float64)
+    b = torch.randn(2, d_out, generator=gen, dtype=torch.float64)
+    # float64, 7-term sums
+    torch.testing.assert_close(_dense(x, w, b), torch.matmul(x, w) + b[:, None], rtol=0,
+                               atol=1e-13)

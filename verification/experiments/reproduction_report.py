@@ -89,7 +89,8 @@ def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "
             "ours − paper. Each seed is one CSV row whose `command` re-runs it.", ""]
     for col in rep.columns:
         present = [k for k in s if k[0] == col.key]
-        out += [f"## {col.key} ({col.data}, {col.model})", ""]
+        out += [f"## {col.key} ({col.data}, {col.model}; the paper's T = {col.rounds or rep.rounds})",
+                ""]
         if not present:
             out += ["not run here: no rows in the CSV (the data are not on this machine or the "
                     f"cells did not run): `pflt reproduce {rep.name} --data-dir DIR`", ""]

@@ -23,6 +23,7 @@ _PLGU_SMALL = {"clients": "4", "clients_per_round": "2", "local_rounds": "2", "h
 #: per reproduction: (--option overrides that make it small, the columns the test runs)
 SMALL = {
     "cgpfl_table1_fmnist": ({"clients": "4", "clients_per_round": "4"}, None),
+    "cgpfl_table1_fmnist_lr_grid": ({"clients": "4", "clients_per_round": "4"}, ["fmnist_mlr"]),
     "cgpfl_table1_mnist": ({"clients": "4", "clients_per_round": "4"}, None),
     "cgpfl_table1_cifar10": ({**SMALL_CNN, "clients_per_round": "4", "classes_per_client": "3"}, None),
     "cgpfl_table2_lambda": ({"clients": "4", "clients_per_round": "4"}, ["mnist_mlr", "fmnist_dnn"]),

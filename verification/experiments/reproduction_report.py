@@ -66,6 +66,31 @@ def ordering(summary: dict, column: str, better: str, worse: str,
                f"± {se:.2f} (se, {na}+{nb} seeds): {v.value}")
 
 
+def _selected_k(rows: list[dict], column: str) -> dict:
+    """``{method: [(seed, K̂)]}`` read from the run directories (the ``--out`` of each row's
+    command) whose ``summary.json`` has ``k_hat``; rows whose run directory is absent are
+    left out."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    out: dict = {}
+    for r in rows:
+        if (r.get("column") or r["model"]) != column or r.get("status", "ok") != "ok":
+            continue
+        argv = shlex.split(r["command"])
+        if "--out" not in argv:
+            continue
+        path = Path(argv[argv.index("--out") + 1]) / "summary.json"
+        try:
+            k = json.loads(path.read_text()).get("k_hat")
+        except (OSError, ValueError):
+            continue
+        if k is not None:
+            out.setdefault(r["method"], []).append((int(r["seed"]), int(k)))
+    return {m: sorted(v) for m, v in out.items()}
+
+
 def _fmt(m: float, sd: float, n: int) -> str:
     if n == 0:
         return "–"
@@ -89,7 +114,8 @@ def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "
             "ours − paper. Each seed is one CSV row whose `command` re-runs it.", ""]
     for col in rep.columns:
         present = [k for k in s if k[0] == col.key]
-        out += [f"## {col.key} ({col.data}, {col.model})", ""]
+        out += [f"## {col.key} ({col.data}, {col.model}; the paper's T = {col.rounds or rep.rounds})",
+                ""]
         if not present:
             out += ["not run here: no rows in the CSV (the data are not on this machine or the "
                     f"cells did not run): `pflt reproduce {rep.name} --data-dir DIR`", ""]
@@ -110,6 +136,11 @@ def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "
             out.append(f"| {row.label} | {ptxt} | {_fmt(*st['last'])} | {_gap(st['last'][0], paper)}"
                        f" | {_fmt(*st['best'])} | {_gap(st['best'][0], paper)} | {seeds} | {t} |")
         out.append("")
+        khat = _selected_k(rows, col.key)
+        if khat:
+            out += ["K̂ chosen by CGPFL-Heur's e(K) (`k_hat` of the runs' summary.json): "
+                    + "; ".join(f"{m}: " + ", ".join(f"seed {s} → {k}" for s, k in ks)
+                                for m, ks in khat.items()), ""]
         col_claims = [c for c in claims if c[0] == col.key]
         if col_claims:
             out.append("Ordering claims (difference > 2 se: HOLDS, < −2 se: FAILS, else INCONCLUSIVE):")

@@ -186,9 +186,31 @@ CGPFL_FIG2_FMNIST = Reproduction(
           "beside CGPFL-Heur, pFedMe, Per-FedAvg and Ditto; plotted by "
           "`python -m paper_figures.cgpfl_fig2_fmnist`.")
 
-REPRODUCTIONS = {r.name: r for r in (CGPFL_TABLE1_FMNIST, CGPFL_TABLE1_MNIST,
-                                     CGPFL_TABLE1_CIFAR10, CGPFL_TABLE2_LAMBDA,
-                                     CGPFL_FIG2_FMNIST, *OTHERS)}
+GRID_LRS = (0.01, 0.02, 0.05)
+
+
+def _grid_rows() -> tuple[Row, ...]:
+    from dataclasses import replace
+
+    return tuple(replace(r, label=f"{r.label} @ lr={lr:g}") for lr in GRID_LRS
+                 for r in cgpfl_rows(lr=lr))
+
+
+CGPFL_TABLE1_FMNIST_LR_GRID = Reproduction(
+    name="cgpfl_table1_fmnist_lr_grid", paper="CGPFL (IJCAI 2022)", table="Table 1 (lr grid)",
+    rows=_grid_rows(), columns=CGPFL_TABLE1_FMNIST.columns,
+    numbers={(f"{m} @ lr={lr:g}", k): v for (m, k), v in CGPFL_TABLE1_FMNIST.numbers.items()
+             for lr in GRID_LRS},
+    rounds=200, seeds=(0,), round_seconds=FMNIST_ROUND_SECONDS,
+    notes=_CGPFL_NOTES + " Tuning grid (the paper's rows were 'fine-tuned'): the same "
+          f"budget for every method, lr ∈ {{{', '.join(map(str, GRID_LRS))}}} in place of "
+          "the printed 0.005 (every step of the method: Per-FedAvg α = β, Ditto η = η_p; "
+          "L2SGD λ capped at 0.1/lr), everything else as printed; chosen on the test "
+          "accuracy of one seed, as a fine-tuning on the reported split would be.")
+
+REPRODUCTIONS = {r.name: r for r in (CGPFL_TABLE1_FMNIST, CGPFL_TABLE1_FMNIST_LR_GRID,
+                                     CGPFL_TABLE1_MNIST, CGPFL_TABLE1_CIFAR10,
+                                     CGPFL_TABLE2_LAMBDA, CGPFL_FIG2_FMNIST, *OTHERS)}
 
 
 def get_reproduction(name: str) -> Reproduction:

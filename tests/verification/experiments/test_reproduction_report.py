@@ -63,3 +63,19 @@ def test_markdown_puts_paper_beside_ours_with_gap():
     assert line.startswith("| FedAvg | 82.44 | 82.00 ± 2.00 | -0.44 | 83.00 ± 2.00 | +0.56 | 0,1,2 | 200 |")
     assert "| CGPFL-Heur | 95.18 | not run |" in text
     assert "## fmnist_dnn" in text and "not run here" in text
+
+
+def test_selected_k_read_from_the_run_directories(tmp_path):
+    import json
+
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    r = rows({"CGPFL-Heur": [0.9, 0.91]})
+    for i, row in enumerate(r):
+        run = tmp_path / f"run{i}"
+        run.mkdir()
+        (run / "summary.json").write_text(json.dumps({"k_hat": 4.0 - i}))
+        row["command"] = f"pflt run --algorithm cgpfl-heur --out {run}"
+    text = markdown(rep, r)
+    assert "CGPFL-Heur: seed 0 → 4, seed 1 → 3" in text
+    # absent run directories: nothing claimed
+    assert "K̂" not in markdown(rep, rows({"CGPFL-Heur": [0.9]}))

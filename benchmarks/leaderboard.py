@@ -172,6 +172,9 @@ def main(argv=None) -> int:
     ap.add_argument("--publish", action="store_true",
                     help=f"also copy leaderboard.csv/.json to {PUBLISHED.relative_to(ROOT)}/ "
                          "(the docs' benchmark page: python -m paper_figures.docs_pages)")
+    ap.add_argument("--device", default=None,
+                    help="cpu or cuda[:K] for every run (default: as pflt run, cuda when "
+                         "available)")
     args = ap.parse_args(argv)
     algorithms = args.algorithms or list(registry())
     unknown = sorted(set(algorithms) - set(registry()))
@@ -192,6 +195,8 @@ def main(argv=None) -> int:
             argv_sweep = ["sweep", str(cfg), "--out", str(where)]
             if not args.progress:
                 argv_sweep.append("--no-progress")
+            if args.device:
+                argv_sweep += ["--device", args.device]
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
                 code = pflt(argv_sweep)
@@ -205,7 +210,8 @@ def main(argv=None) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     conditions = (f"{stamp}; N = {args.clients} clients, T = {args.rounds} rounds, "
                   f"{args.seeds} seed(s), --model dnn (FedBN mlp-bn), paper defaults; "
-                  f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}")
+                  f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}"
+                  + (f", --device {args.device}" if args.device else ""))
     with open(args.out / "leaderboard.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["setting"])
         writer.writeheader()

@@ -9,7 +9,7 @@ block           result file (committed, small)
 ``quickstart``  ``benchmarks/results/quickstart_times.json`` (``benchmarks/quickstart_times.py``)
 ``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
                 written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
-``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs: one row per cell)
+``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs, paper_figures/real_data_status.py)
 ==============  ==========================================================================
 
 Each block states the date, commit and machine of its result. A block whose file is absent
@@ -20,7 +20,6 @@ says which command writes it. ``python -m paper_figures.readme_blocks`` rewrites
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
@@ -112,22 +111,11 @@ def verdicts_block(data: dict | None) -> str:
 
 
 def real_data_block(results_dir: Path) -> str:
-    rows = []
-    for path in sorted(results_dir.glob("*.csv")):
-        with path.open(newline="") as fh:
-            cells = list(csv.DictReader(fh))
-        if not cells or "method" not in cells[0]:
-            continue
-        methods = sorted({c["method"] for c in cells})
-        seeds = sorted({c.get("seed", "") for c in cells})
-        values = [float(c["value"]) for c in cells if c.get("value") not in (None, "")]
-        rows.append(f"| `{path.stem}` | {len(cells)} | {len(methods)} | {len(seeds)} | "
-                    f"{min(values):.4f} … {max(values):.4f} |" if values else
-                    f"| `{path.stem}` | {len(cells)} | {len(methods)} | {len(seeds)} | – |")
-    if not rows:
-        return "(no reproduction results yet: see docs/reproduction.md)\n"
-    return "\n".join(["| result file | cells | methods | seeds | values (range) |",
-                      "|---|---|---|---|---|", *rows, ""])
+    """The papers' real-data tables: paper, table, column, status (measured / partial / not
+    run here, from the reproduction CSVs) and command (:mod:`paper_figures.real_data_status`)."""
+    from paper_figures.real_data_status import table
+
+    return table(results_dir)
 
 
 def _load(path: Path) -> dict | None:

@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, TracebackType
 
 #: the environment variable naming plugin modules / files
 ENV = "PFLT_PLUGINS"
@@ -126,7 +126,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {reason}"
 
 
-def plugin_frame(tb) -> tuple[str, str, int, str] | None:
+def plugin_frame(tb: TracebackType | None) -> tuple[str, str, int, str] | None:
     """``(spec, file, line, function)`` of the innermost frame of the traceback ``tb`` that
     runs code of a loaded plugin (its file, or a file inside its package directory), else
     ``None``: what ``pflt`` names in the one-line header it prints above the traceback of

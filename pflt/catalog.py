@@ -203,12 +203,16 @@ def models() -> list[dict[str, str]]:
     """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
     from algorithms.engine import models as m
     from algorithms.engine.models_norm import BatchNormMLP
+    from algorithms.engine.models_resnet import ResNet18GN
 
     return [{"name": "mlr", "description": first_line(m.MLR.__doc__)},
             {"name": "dnn", "description": first_line(m.DNN.__doc__)},
             {"name": "mlp", "description": first_line(m.MLP.__doc__)},
             {"name": "mlp-bn", "description": first_line(BatchNormMLP.__doc__)},
-            {"name": "cnn", "description": first_line(m.CNN.__doc__)},
+            {"name": "cnn", "description": "CGPFL's CNN: 2 conv (5x5, max-pool) + 2 dense layers"},
+            {"name": "cnn3", "description": "PPFE's CNN: 2 conv (5x5, max-pool) + 3 dense layers "
+                                            "(heads over the dense layers)"},
+            {"name": "resnet18-gn", "description": first_line(ResNet18GN.__doc__)},
             {"name": "custom", "description": "any single-client torch.nn.Module via "
                                               "algorithms.engine.functional.FunctionalModel (Python API)"}]
 

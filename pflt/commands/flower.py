@@ -127,6 +127,9 @@ def _run_locked(args, options: dict) -> int:
     settings = Settings.of(algorithm, num_clients=fed.num_clients, seed=options["seed"],
                            model=options["model"], hidden=options["hidden"], l2=options["l2"])
     out = Path(options["out"])
+    notes = opts.inert_notes(algorithm, settings.build_model(fed))
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     state = None
     if options.get("resume"):
         state = load_checkpoint(out / "checkpoint.pt", algorithm)
@@ -161,6 +164,8 @@ def _run_locked(args, options: dict) -> int:
     last = result.history[-1] if result.history else {}
     summary = {k: v for k, v in last.items()}
     summary["failures"] = result.failures
+    if notes:
+        summary["notes"] = notes
     if args.compare:
         from algorithms.engine.runner import run as run_engine
         model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])

@@ -34,7 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn"]
+MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn", "cnn3", "resnet18-gn"]
 #: ``--rounds`` of an algorithm without a schedule of its own (:func:`default_rounds`)
 DEFAULT_ROUNDS = 50
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
@@ -97,13 +97,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
-    g.add_argument("--model", default=None, choices=MODELS,
-                   help="model (default mlr, or mlp for an algorithm that needs layers); "
-                        "mlp = deep ReLU net for layer-wise methods; mlp-bn = mlp with "
-                        "BatchNorm after every hidden layer (fedbn, fedavg, local)")
+    g.add_argument("--model", default=None, choices=MODELS, metavar="NAME",
+                   help="mlr (default; mlp for layer-wise methods), dnn, mlp, mlp-bn (BatchNorm: "
+                        "fedbn, fedavg, local), cnn (CGPFL: 2 conv+2 FC), cnn3 (PPFE: 2 conv+"
+                        "3 FC), resnet18-gn (PLGU)")
     g.add_argument("--hidden", type=_widths, default=None,
-                   help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
-                        "(default 64,32,16)")
+                   help="dnn/cnn: one width (dnn 20; CGPFL 128); mlp/cnn3: comma list; "
+                        "resnet18-gn: base width (64)")
     g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
     g.add_argument("--rounds", type=int, default=None,
                    help=f"communication rounds T (default: the algorithm's own schedule where "
@@ -282,9 +282,25 @@ def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) ->
     return out if action.nargs not in (None, "?") else out[0]
 
 
-def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
-    from pflt.commands._sweep_input import read_toml
+def read_toml(path: Path, what: str = "sweep file") -> dict:
+    """The TOML file ``path`` or a one-line :class:`UserError` (``what``: the file's role,
+    in the message for a file nested too deeply — a 3,000-deep list is a RecursionError
+    inside ``tomllib``)."""
+    if not path.exists():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    if not path.is_file():
+        raise UserError(f"config {path} is not a file")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+    except RecursionError:
+        raise UserError(f"{path} is nested too deeply to be a {what}") from None
 
+
+def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
     path = Path(path)
     raw = read_toml(path, "config file")
     flat: dict[str, Any] = {}
@@ -379,9 +395,15 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     hidden = values.get("hidden")
     if hidden is not None and values["model"] == "mlr":
         raise UserError("--hidden does not apply to --model mlr (no hidden layer)")
-    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn"):
+    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn", "resnet18-gn"):
         raise UserError(f"--model {values['model']} takes one --hidden width, got "
                         f"{','.join(map(str, hidden))}")
+    if isinstance(hidden, (tuple, list)) and values["model"] == "cnn3" and len(hidden) != 2:
+        raise UserError(f"--model cnn3 takes two --hidden widths (its hidden dense layers), "
+                        f"got {','.join(map(str, hidden))}")
+    if values["model"] == "resnet18-gn" and hidden is not None and hidden % 2:
+        raise UserError(f"--model resnet18-gn: --hidden (the base width) must be even (2 "
+                        f"GroupNorm groups), got {hidden}")
     cls(**given)  # validate hyper-parameters before any data is generated
     return values
 

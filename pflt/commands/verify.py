@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pflt.cli import UserError
 from pflt.out_lock import out_path
+from pflt.commands._device import add_device_option, with_device
 
 from verification.core.registry import KINDS, Verdict
 
@@ -86,7 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--wide", action="store_true",
                    help="print the table with one line per check, however long its values "
                    "(default: long values wrap within their column; nothing is cut)")
-    p.set_defaults(func=run)
+    add_device_option(p)
+    p.set_defaults(func=with_device(run))
 
 
 def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:

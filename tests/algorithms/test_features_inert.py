@@ -61,3 +61,16 @@ def test_pflt_run_prints_the_note_and_records_it(tmp_path, capsys, name, hp):
     assert len(notes) == 1 and f"note: {name}: {option} " in notes[0]
     assert "cannot change the result" in notes[0]
     assert json.loads((out / "summary.json").read_text())["notes"] == [notes[0][len("note: "):]]
+
+
+def test_flower_sim_prints_the_note_too(tmp_path, capsys):
+    pytest.importorskip("flwr")
+    from pflt.cli import main
+
+    out = tmp_path / "o"
+    assert main(["flower-sim", "--algorithm", "pfedfda", "--clients", "3",
+                 "--clients-per-round", "3", "--rounds", "1", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert "note: pfedfda: --lr 0.02 cannot change the result" in capsys.readouterr().err
+    assert json.loads((out / "flower_summary.json").read_text())["notes"][0].startswith(
+        "pfedfda: --lr")

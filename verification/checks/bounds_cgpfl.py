@@ -38,6 +38,7 @@ from synthetic.federation import Federation
 from verification.estimators import federation as est
 from verification.experiments.bound_runs import ENVELOPE_FACTOR, FACTOR_REASON, envelope_with_mutation
 from verification.core.registry import Context, Outcome, bound_outcome, check
+from synthetic.federation import compute_device
 
 PAPER = "CGPFL (IJCAI 2022)"
 #: Theorem 4.1 bounds an optimisation quantity of one run, not a risk: no sampling to certify
@@ -61,7 +62,7 @@ def planted_quadratic(clients: int, k0: int, dim: int, samples: int, seed: int):
     xs = [c + rng.normal(size=(2 * samples, dim)) for c in centres]
     fed = Federation.from_client_arrays(xs, [np.zeros(2 * samples, dtype=np.int64)] * clients,
                                         num_classes=2, train_fraction=0.5, seed=seed,
-                                        device="cpu", dtype=F64, name="planted-quadratic")
+                                        device=compute_device(), dtype=F64, name="planted-quadratic")
     return fed, assign
 
 

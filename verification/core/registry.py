@@ -12,9 +12,10 @@ the theoretical value(s) with a verdict:
   loss range, log of the number of sampled functions, ρ_g²/K …) at every point checked: it
   says nothing the trivial bound does not, so it is not counted as HOLDS (set by
   :func:`run_check` from ``Outcome.vacuous``; the report prints the trivial bound beside it);
-* ``NOT RUN`` — an optional dependency is missing (e.g. PEPit for the worst-case checks):
-  nothing was computed; the result's ``extra['not_run_reason']`` says what to install
-  (counted apart in the summary, never as INCONCLUSIVE);
+* ``NOT RUN`` — an optional dependency is missing (e.g. PEPit for the worst-case checks),
+  or the real-data results a reproduction check judges are absent: nothing was computed;
+  the result's ``extra['not_run_reason']`` says what to install or run (counted apart in
+  the summary, never as INCONCLUSIVE);
 * ``ERROR`` — the check itself broke (an exception); only this makes ``pflt verify`` exit
   non-zero.
 

@@ -106,8 +106,8 @@ VERDICT_MEANING = {
     "ERRATUM": "the formula as printed is contradicted and the corrected reading holds; each "
                "says whether by measurement or by algebra only (correction unproven).",
     "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
-    "NOT RUN": "an optional dependency is missing; nothing was computed (the reason says what "
-               "to install).",
+    "NOT RUN": "an optional dependency or a reproduction's real-data results are missing; "
+               "nothing was computed (the reason says what to install or run).",
     "ERROR": "the check itself broke.",
     "VACUOUS": "the bound holds but exceeds the trivial bound of its quantity at every point "
                "checked (printed beside it): it says nothing, and is not counted as HOLDS.",

@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from pfl_theory import pfedme
-from verification.worst_case import instances
+from verification.worst_case import instances, noisy_instances, stochastic
 from verification.worst_case import problems as P
 
 #: the largest exact PEP the command solves: T·R·K oracle calls per client (measured on the
@@ -37,7 +37,9 @@ MAX_SCALE = 1e6
 MAX_SAMPLED_CALLS = 48
 
 
-def _number(name: str, value, *, positive: bool) -> None:
+def check_number(name: str, value, *, positive: bool) -> None:
+    """A finite number, > 0 (``positive``) or ≥ 0, at most :data:`MAX_SCALE` (one-line
+    ``ValueError``)."""
     if not (isinstance(value, (int, float)) and math.isfinite(value)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if positive and not value > 0:
@@ -57,12 +59,12 @@ def validate(s: P.Setting) -> None:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     for name in ("lr", "lam", "beta", "L", "Delta0"):
-        _number(name, getattr(s, name), positive=True)
+        check_number(name, getattr(s, name), positive=True)
     for name in ("sigma_sq", "inner_accuracy"):
-        _number(name, getattr(s, name), positive=False)
+        check_number(name, getattr(s, name), positive=False)
     for name in ("noise_sq", "delta_sq", "mu"):
         if getattr(s, name) is not None:
-            _number(name, getattr(s, name), positive=name == "mu")
+            check_number(name, getattr(s, name), positive=name == "mu")
     calls = s.rounds * s.local_rounds * (s.inner[0] if s.inner else 1)
     if calls > MAX_CALLS:
         raise ValueError(f"rounds × local rounds × inner steps = {calls} oracle calls per "
@@ -80,7 +82,7 @@ def validate(s: P.Setting) -> None:
     if s.inner is not None and not (isinstance(s.inner[0], int) and s.inner[0] >= 1):
         raise ValueError(f"inner steps must be an integer >= 1, got {s.inner[0]!r}")
     if s.inner is not None:
-        _number("personal_lr", s.inner[1], positive=True)
+        check_number("personal_lr", s.inner[1], positive=True)
     _validate_randomness(s, calls)
 
 
@@ -118,11 +120,17 @@ def analyse(s: P.Setting, *, contraction: bool = True, solver: str = "clarabel",
         return _fedavg(s, out, contraction, solver, seed)
     metric = "grad_sq_avg" if s.mu is None else "gap_avg"
     solved = P.federated(s, metric, solver=solver)
+    meas, se = noisy_instances.measured_for(s, metric)
     out.update(metric=metric, worst_case=solved.value, status=solved.status,
-               seconds=solved.seconds, gram_size=solved.gram_size,
-               measured=instances.measured(s, metric, seed=seed))
+               seconds=solved.seconds, gram_size=solved.gram_size, measured=meas,
+               measured_se=se, exact=s.exact_expectation, delta_sq=stochastic.bound_delta_sq(s))
     if s.mu is None:
         out.update(_theorem2(s))
+        # the theorem's own F(w⁰) − F* ≤ Δ_F (a value below every evaluated f) beside the
+        # relaxed F(w⁰) − F(w_T) ≤ Δ_F: at the theorem's tiny steps the relaxed one lets
+        # ‖∇F‖² reach ≈ Δ_F/(ηT), the theorem's condition caps it by smoothness
+        out["worst_case_theorem_condition"] = P.federated(
+            replace(s, lower_value=True), metric, solver=solver).value
     else:
         out.update(_theorem1(s))
         out["envelope"] = {"L_exact": P.envelope_constant(mu=s.mu, L=s.L, lam=s.lam, which="L",
@@ -153,9 +161,10 @@ def theorem1_setting(p: dict) -> P.Setting:
 
 
 def _theorem1(s: P.Setting) -> dict[str, Any]:
-    bound = pfedme.theorem1a(T=s.rounds, R=s.local_rounds, N=s.clients, beta=s.beta, lam=s.lam,
-                             mu=s.mu, delta_sq=0.0, sigma_F1_sq=s.sigma_sq, Delta0=s.Delta0,
-                             check_conditions=False)
+    bound = pfedme.theorem1a(T=s.rounds, R=s.local_rounds, N=s.clients, S=s.sampled,
+                             beta=s.beta, lam=s.lam, mu=s.mu,
+                             delta_sq=stochastic.bound_delta_sq(s), sigma_F1_sq=s.sigma_sq,
+                             Delta0=s.Delta0, check_conditions=False)
     beta_ok = s.beta >= 1
     eta_hat = pfedme.eta_hat_1(lam=s.lam, mu=s.mu, beta=max(s.beta, 1.0))
     admissible = eta_hat / (max(s.beta, 1.0) * s.local_rounds)
@@ -168,8 +177,9 @@ def _theorem1(s: P.Setting) -> dict[str, Any]:
 
 
 def _theorem2(s: P.Setting) -> dict[str, Any]:
-    bound = pfedme.theorem2a(T=s.rounds, R=s.local_rounds, N=s.clients, beta=s.beta,
-                             lam=s.lam, L=s.L, delta_sq=0.0, sigma_F2_sq=0.0,
+    bound = pfedme.theorem2a(T=s.rounds, R=s.local_rounds, N=s.clients, S=s.sampled,
+                             beta=s.beta, lam=s.lam, L=s.L,
+                             delta_sq=stochastic.bound_delta_sq(s), sigma_F2_sq=0.0,
                              Delta_F=s.Delta0, check_conditions=False)
     lam_ok = s.lam >= math.sqrt(8 * s.L ** 2 + 1)
     admissible = 1.0 / (75 * s.lam ** 3) / (max(s.beta, 1.0) * s.local_rounds)
@@ -183,12 +193,16 @@ def _theorem2(s: P.Setting) -> dict[str, Any]:
 def _fedavg(s, out, contraction, solver, seed):
     solved = P.federated(s, "dist", solver=solver)
     q = max(abs(1 - s.lr * s.mu), abs(1 - s.lr * s.L))
+    meas, se = noisy_instances.measured_for(s, "dist")
     out.update(metric="dist", worst_case=solved.value, status=solved.status,
-               seconds=solved.seconds, gram_size=solved.gram_size,
-               measured=instances.measured(s, "dist", seed=seed),
-               theorem="textbook: R·T gradient steps on S(μ, L) (exact when σ² = 0)",
+               seconds=solved.seconds, gram_size=solved.gram_size, measured=meas,
+               measured_se=se, exact=s.exact_expectation,
+               theorem="textbook: R·T gradient steps on S(μ, L) (exact when σ² = 0 and "
+                       "the gradients are exact)",
                bound=q ** (2 * s.rounds * s.local_rounds) * s.Delta0,
-               admissible_step=2.0 / s.L, hypotheses={"sigma_sq = 0": s.sigma_sq == 0})
+               admissible_step=2.0 / s.L,
+               hypotheses={"sigma_sq = 0": s.sigma_sq == 0, "exact gradients": s.noise_sq
+                           in (None, 0.0), "S = N": s.sampled in (None, s.clients)})
     out["looseness"] = out["bound"] / out["worst_case"] if out["worst_case"] > 0 else math.inf
     if contraction:
         out["rho"] = P.one_round_rate(s, solver=solver)

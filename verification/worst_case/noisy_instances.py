@@ -98,3 +98,27 @@ def measured(s: Setting, name: str, *, seeds=range(16), clients=None, w_star=Non
         clients, w_star, w0 = instances.instance(s)
     runs = trajectories(s, clients, w0, seeds)
     return stats([metric(clients, w_star, ws, s, name) for ws in runs])
+
+
+def convex_instance(s: Setting, *, dim: int = 4, seed: int = 0):
+    """``(clients, w*, w⁰)`` for the L-smooth (Theorem 2) PEP with noise: identical convex
+    clients (spectrum in [0.1L, L], b = 0: w* = 0, F* = 0 — members of the L-smooth class),
+    w⁰ scaled so that F(w⁰) − F* = Δ_F (Theorem 2's hypothesis; then also
+    F(w⁰) − E F(w_T) ≤ Δ_F, the PEP's relaxed condition, since F(w_T) ≥ F*)."""
+    base = qc.random_quadratics(1, dim, mu=0.1 * s.L, L=s.L, seed=seed)[0]
+    base = om.QuadraticOracle(base.A, np.zeros(dim))
+    clients = [base] * s.clients
+    u = np.random.default_rng(seed + 11).normal(size=dim)
+    gap = instances.objective(clients, u, s) - instances.objective(clients, 0 * u, s)
+    return clients, np.zeros(dim), u * math.sqrt(s.Delta0 / gap)
+
+
+def measured_for(s: Setting, name: str, *, seeds=range(16)) -> tuple[float, float]:
+    """The engine's value beside a worst case: deterministic settings one run
+    (:func:`instances.measured`, se 0), stochastic ones mean ± se over ``seeds``."""
+    if not s.stochastic:
+        return instances.measured(s, name, seed=0), 0.0
+    if name == "grad_sq_avg":
+        clients, w_star, w0 = convex_instance(s)
+        return measured(s, name, seeds=seeds, clients=clients, w_star=w_star, w0=w0)
+    return measured(s, name, seeds=seeds)

@@ -30,7 +30,7 @@ from verification.worst_case import pep as pep_module
 from verification.worst_case import stochastic
 from verification.worst_case.pep import PEPClient, Solved, solve, zero_point
 
-METRICS = ("gap_avg", "dist", "grad_sq_avg")
+METRICS = ("gap_avg", "gap_mean", "dist", "grad_sq_avg")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,11 @@ class Setting:
     Δ₀ and σ²; the randomness (:mod:`verification.worst_case.stochastic`):
     ``noise_sq`` γ_f² (per-sample gradient variance; None: exact gradients, 0: the noisy
     formulation at zero variance), ``batch_size`` |D|, ``inner_accuracy`` ν (eq. 8),
-    ``delta_sq`` δ² (Lemma 1's criterion directly), ``sampled`` S (None: S = N)."""
+    ``delta_sq`` δ² (Lemma 1's criterion directly), ``sampled`` S (None: S = N);
+    ``identical``: one function for every client (the homogeneous setting of Local SGD,
+    Glasgow et al. 2022: the clients differ only by their independent noise);
+    ``lower_value``: Theorem 2's F(w⁰) − F* ≤ Δ_F through a value below every evaluated one
+    (:func:`_below_every_value`) besides the relaxed F(w⁰) − F(w_T) ≤ Δ_F."""
 
     method: str = "pfedme"
     clients: int = 2
@@ -60,10 +64,14 @@ class Setting:
     inner_accuracy: float = 0.0
     delta_sq: float | None = None
     sampled: int | None = None
+    identical: bool = False
+    lower_value: bool = False
 
     def __post_init__(self):
         if self.method not in ("pfedme", "fedavg"):
             raise ValueError(f"method must be 'pfedme' or 'fedavg', got {self.method!r}")
+        if self.identical and self.sigma_sq != 0:
+            raise ValueError("identical clients have no heterogeneity: sigma_sq must be 0")
 
     @property
     def stochastic(self) -> bool:
@@ -102,10 +110,13 @@ class Setting:
 def _declare(pep, s: Setting):
     from PEPit.functions import SmoothFunction, SmoothStronglyConvexFunction
 
+    count = 1 if s.identical else s.clients
     if s.mu is None:
-        return [pep.declare_function(SmoothFunction, L=s.L) for _ in range(s.clients)]
-    return [pep.declare_function(SmoothStronglyConvexFunction, mu=s.mu, L=s.L)
-            for _ in range(s.clients)]
+        fns = [pep.declare_function(SmoothFunction, L=s.L) for _ in range(count)]
+    else:
+        fns = [pep.declare_function(SmoothStronglyConvexFunction, mu=s.mu, L=s.L)
+               for _ in range(count)]
+    return fns * s.clients if s.identical else fns
 
 
 def _optimum(pep, fns, s: Setting):
@@ -115,11 +126,11 @@ def _optimum(pep, fns, s: Setting):
 
     w_star = pep.set_initial_point()
     envelope = s.method == "pfedme"
-    if s.sigma_sq == 0:
-        vals = [Expression() for _ in fns]
-        for f, v in zip(fns, vals):
-            f.add_point((w_star, zero_point(), v))
-        return w_star, om.average(vals)
+    if s.sigma_sq == 0 or s.identical:
+        vals = {id(f): Expression() for f in fns}
+        for f in {id(f): f for f in fns}.values():
+            f.add_point((w_star, zero_point(), vals[id(f)]))
+        return w_star, om.average([vals[id(f)] for f in fns])
     hs = [Point() for _ in range(s.clients - 1)]
     total = hs[0]
     for h in hs[1:]:
@@ -174,6 +185,8 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
     * ``gap_avg``: F(w̄_T) − F* with w̄_T = Σ_{t<T} α_t w^t / Σα_t (pFedMe Theorem 1(a),
       α_t with the effective step ηβR), over ‖w⁰ − w*‖² ≤ Δ₀;
     * ``dist``: ‖w^T − w*‖², over ‖w⁰ − w*‖² ≤ Δ₀;
+    * ``gap_mean``: F(mean_{1≤t≤T} w^t) − F*, over ‖w⁰ − w*‖² ≤ Δ₀ (the averaged global
+      model; Local SGD's rate);
     * ``grad_sq_avg``: (1/T)Σ_{t<T}‖∇F(w^t)‖² (Theorem 2(a), t* uniform), over
       F(w⁰) − F(w^T) ≤ Δ₀ (= Δ_F)."""
     if metric not in METRICS:
@@ -188,14 +201,20 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
     nodes = stochastic.levels(paths)
     if metric == "grad_sq_avg":
         end = om.average([objective(clients, w, s) for w in nodes[-1]])
-        pep.set_initial_condition(objective(clients, w0, s) - end <= s.Delta0)
+        start = objective(clients, w0, s)
+        pep.set_initial_condition(start - end <= s.Delta0)
         grads = [om.average([gradient(clients, w, s) ** 2 for w in level])
                  for level in nodes[:-1]]
+        if s.lower_value:
+            _below_every_value(pep, fns, start, s)
         pep.set_performance_metric(om.average(grads))
         return solve(pep, solver=solver, reduce_dimension=reduce_dimension)
     pep.set_initial_condition((w0 - w_star) ** 2 <= s.Delta0)
     if metric == "dist":
         pep.set_performance_metric(om.average([(w - w_star) ** 2 for w in nodes[-1]]))
+    elif metric == "gap_mean":
+        pep.set_performance_metric(om.average([objective(clients, om.average(p[1:]), s)
+                                               for p in paths]) - f_star)
     else:
         alphas = alpha_weights(s.rounds, s.eta_eff, s.mu_F)
         gaps = []
@@ -208,6 +227,20 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
     solved = solve(pep, solver=solver, reduce_dimension=reduce_dimension)
     solved.handles = {"functions": fns, "w0": w0, "w_star": w_star}
     return solved
+
+
+def _below_every_value(pep, fns, start, s: Setting) -> None:
+    """Theorem 2's own initial condition F(w⁰) − F* ≤ Δ_F beside the relaxed one: a value
+    f_low ≤ f(θ) at every point the PEP evaluates (F* = min f ≤ each; the envelope's
+    minimum equals f's) with F(w⁰) − f_low ≤ Δ_F — valid for every instance, so the worst
+    case stays an upper bound, and tighter where the method's errors push F up."""
+    from PEPit import Expression
+
+    f_low = Expression()
+    for f in {id(f): f for f in fns}.values():
+        for _, _, value in f.list_of_points:
+            pep.add_constraint(f_low <= value)
+    pep.add_constraint(start - f_low <= s.Delta0)
 
 
 def _paths(pep, fns, w0, s: Setting, rounds: int) -> list[list]:

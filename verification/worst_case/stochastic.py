@@ -164,3 +164,22 @@ def levels(paths: list[list[Any]]) -> list[list[Any]]:
                 nodes.append(p[t])
         out.append(nodes)
     return out
+
+
+def bound_delta_sq(s) -> float:
+    """The δ² a theorem's bound is evaluated with: ``delta_sq`` when given, else Lemma 1's
+    2(γ_f²/|D| + ν)/(λ+μ)² (λ − L for the non-convex class) with γ_f² = ``noise_sq``
+    (:func:`pfl_theory.pfedme.lemma1_delta_sq`); 0 without randomness in the inner solve
+    (with ``--prox steps``, ν of the K steps is not known: the noise part only, the
+    smallest value the theorem allows)."""
+    from pfl_theory import pfedme
+
+    if s.method != "pfedme":
+        return 0.0
+    if s.delta_sq is not None:
+        return float(s.delta_sq)
+    if s.noise_sq is None and s.inner_accuracy == 0:
+        return 0.0
+    case = {"L": s.L} if s.mu is None else {"mu": s.mu}
+    return pfedme.lemma1_delta_sq(lam=s.lam, gamma_f_sq=s.noise_sq or 0.0,
+                                  batch_size=s.batch_size, nu=s.inner_accuracy, **case)

@@ -120,7 +120,9 @@ def test_the_launcher_stops_within_5_s_of_sigterm():
         t = time.monotonic()
         proc.wait(30)
         assert time.monotonic() - t < 5.0
-        assert proc.returncode == 0
+        # 0: Flower's graceful exit finished; 143: it took longer than 3 s and the timer
+        # ended the process (under load); -15 would be SIGTERM before the handler was set
+        assert proc.returncode in (0, 128 + signal.SIGTERM)
     finally:
         if proc.poll() is None:
             proc.kill()

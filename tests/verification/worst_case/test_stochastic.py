@@ -112,3 +112,14 @@ def test_the_tree_enumerates_every_subset_and_shares_prefixes():
     assert len(paths) == stochastic.path_count(s) == 9
     assert [len(level) for level in stochastic.levels(paths)] == [1, 3, 9]
     assert {p[1][1] for p in paths} == {("a", "b"), ("a", "c"), ("b", "c")}
+
+
+def test_identical_clients_share_one_function_and_average_their_noise():
+    # M identical clients with independent noise: more clients, less noise in the mean
+    s = P.Setting(method="fedavg", clients=1, rounds=1, local_rounds=1, lr=0.5, mu=0.1,
+                  L=1.0, noise_sq=2.0, identical=True)
+    q = max(abs(1 - 0.5 * 0.1), abs(1 - 0.5))
+    two = P.federated(replace(s, clients=2), "dist").value
+    assert two == pytest.approx(q ** 2 + 0.25 * 2.0 / 2, rel=REL)     # η²V/M
+    with pytest.raises(ValueError, match="no heterogeneity"):
+        replace(s, sigma_sq=1.0)

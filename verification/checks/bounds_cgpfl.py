@@ -240,7 +240,7 @@ def thm41b_personal(ctx: Context) -> Outcome:
     measured, shape, other = map(np.array, (measured, shape, other))
     alt = measured / other
     return envelope_with_mutation(
-        measured, shape, p,
+        measured, shape, p, grid=lams, name="λ",
         detail=(f"lam = {lams.tolist()}; measured {np.array2string(measured, precision=3)}; "
                 f"reading (i) delta_G^2 over the run's theta (circular): spread "
                 f"{alt.max() / alt.min():.3g}, C = {alt.max():.3g}"),

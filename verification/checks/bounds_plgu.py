@@ -381,7 +381,7 @@ def lemma2_envelope_m(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     meas[-1] *= inflate_last
     shape = float(np.prod(p["bounds"])) / np.sqrt(ms)
     d = max(p["widths"][1:-1])
-    return envelope_outcome(meas, shape, factor=RAD_ENVELOPE_FACTOR,
+    return envelope_outcome(meas, shape, factor=RAD_ENVELOPE_FACTOR, grid=ms, name="m",
                             detail=f"widths {p['widths']}, M_l {p['bounds']}; Lemma 2's "
                                    f"constant 2√(d+1+log n) = "
                                    f"{2 * math.sqrt(d + 1 + math.log(p['widths'][0])):.3g}",

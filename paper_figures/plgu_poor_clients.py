@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
+from paper_figures._style import save_figure  # noqa: E402
 from verification.experiments.plgu import (  # noqa: E402,F401
     CAP, CLASSES, COMMON, DIM, METHODS, MLP, client_accuracy, federation, stats)
 
@@ -74,7 +75,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     fig.tight_layout()
     files += [out / "plgu_client_ecdf.png", write_csv(out / "plgu_client_ecdf.csv",
                                                  ["method", "accuracy", "ecdf"], ecdf_rows)]
-    fig.savefig(files[0], dpi=120)
+    save_figure(fig, files[0], dpi=120)
     plt.close(fig)
     # table: mean ± sd over seeds of (average, lowest 5%, top 5%)
     rows, md = [], ["| method | average | lowest 5% | top 5% |", "|---|---|---|---|"]
@@ -106,7 +107,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     fig.tight_layout()
     files += [out / "plgu_effect_of_D.png", write_csv(out / "plgu_effect_of_D.csv",
                                                  ["model", "D", "average", "lowest5", "top5"], d_rows)]
-    fig.savefig(files[-2], dpi=120)
+    save_figure(fig, files[-2], dpi=120)
     plt.close(fig)
     return files
 

@@ -15,6 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 _TITLE = re.compile(r"\*([^*\s][^*]*)\*")
+#: letters the engine's shared hyper-parameters stand for in every listing (S clients per
+#: round, R local steps, |D| batch size); a paper that uses one for something else (CGPFL's
+#: S = personalized steps) is shown with the letter qualified, so S never means two things
+SHARED_SYMBOLS = {"S": "clients_per_round", "R": "local_rounds", "|D|": "batch_size"}
+
+
+def display_symbol(name: str, symbol: str) -> str:
+    """``symbol`` as listings show it: qualified when it is a shared letter used for another
+    hyper-parameter than :data:`SHARED_SYMBOLS` says."""
+    owner = SHARED_SYMBOLS.get(symbol)
+    if owner is None or owner == name:
+        return symbol
+    return f"{symbol} in its paper; not --{owner.replace('_', '-')}"
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,11 @@ class HyperParameter:
     default: Any
     symbol: str
     help: str
+
+    @property
+    def shown_symbol(self) -> str:
+        """The symbol as listings show it (:func:`display_symbol`)."""
+        return display_symbol(self.name, self.symbol)
 
     @property
     def option(self) -> str:
@@ -66,13 +84,25 @@ def _citation(text: str) -> str:
     if not m:
         return ""
     before = flat[:m.start()].rstrip(" ,")
+    opened = _unclosed_paren(before)
+    if opened is not None:        # "… (Authors, *Title*, Venue, more)": the parenthesis only
+        before = before[opened + 1:]
     if before.endswith("—"):  # "Authors — *Title*"
         before = before[:-1].rstrip()
     authors = re.split(r"\s[—–]\s|Paper:|(?<=[a-z)])\.\s", before)[-1].strip(" ,*:")
     if len(authors) > 150 or not re.search(r"[A-Z]", authors):
         authors = ""
     after = flat[m.end():].lstrip(" ,")
-    if after.startswith("("):
+    if opened is not None:        # up to the closing parenthesis, then up to the year
+        depth, end = 1, len(after)
+        for i, ch in enumerate(after):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0:
+                end = i
+                break
+        year = re.search(r"\b(?:19|20)\d\d\b", after[:end])
+        venue = after[:year.end() if year else end]
+    elif after.startswith("("):
         depth, end = 0, len(after)
         for i, ch in enumerate(after):
             depth += ch == "("
@@ -87,6 +117,17 @@ def _citation(text: str) -> str:
             venue = venue[:venue.rindex(")")]
         venue += ")" * (venue.count("(") - venue.count(")"))
     return ", ".join(p for p in (authors, f"*{m.group(1).strip()}*", venue.strip(" ,")) if p)
+
+
+def _unclosed_paren(text: str) -> int | None:
+    """Index of the last ``(`` of ``text`` that no ``)`` closes, or None."""
+    stack: list[int] = []
+    for i, ch in enumerate(text):
+        if ch == "(":
+            stack.append(i)
+        elif ch == ")" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
 
 
 def class_doc(cls: type) -> str:
@@ -162,12 +203,16 @@ def models() -> list[dict[str, str]]:
     """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
     from algorithms.engine import models as m
     from algorithms.engine.models_norm import BatchNormMLP
+    from algorithms.engine.models_resnet import ResNet18GN
 
     return [{"name": "mlr", "description": first_line(m.MLR.__doc__)},
             {"name": "dnn", "description": first_line(m.DNN.__doc__)},
             {"name": "mlp", "description": first_line(m.MLP.__doc__)},
             {"name": "mlp-bn", "description": first_line(BatchNormMLP.__doc__)},
-            {"name": "cnn", "description": first_line(m.CNN.__doc__)},
+            {"name": "cnn", "description": "CGPFL's CNN: 2 conv (5x5, max-pool) + 2 dense layers"},
+            {"name": "cnn3", "description": "PPFE's CNN: 2 conv (5x5, max-pool) + 3 dense layers "
+                                            "(heads over the dense layers)"},
+            {"name": "resnet18-gn", "description": first_line(ResNet18GN.__doc__)},
             {"name": "custom", "description": "any single-client torch.nn.Module via "
                                               "algorithms.engine.functional.FunctionalModel (Python API)"}]
 

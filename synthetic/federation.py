@@ -14,6 +14,7 @@ train and test sets are each one flat tensor ``x[M, ...]`` / ``y[M]`` with per-c
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
@@ -23,9 +24,38 @@ import torch
 from pfl_theory.validation import in_range, positive_int
 
 
+#: devices chosen by :func:`device_scope` (innermost last); empty: no command chose one
+_SCOPED: list[torch.device] = []
+
+
 def default_device() -> torch.device:
-    """CUDA when available, CPU otherwise."""
+    """The device of the innermost :func:`device_scope`, else CUDA when available, else CPU."""
+    if _SCOPED:
+        return _SCOPED[-1]
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def compute_device() -> torch.device:
+    """Where code that computes on CPU unless told otherwise (the verification checks,
+    the figures) puts its data: the device of the innermost :func:`device_scope`, else CPU."""
+    return _SCOPED[-1] if _SCOPED else torch.device("cpu")
+
+
+@contextmanager
+def device_scope(device=None) -> Iterator[torch.device | None]:
+    """Within the block, :func:`default_device` and :func:`compute_device` are ``device``
+    (checked by :func:`resolve_device`: a one-line ``ValueError`` for a device this machine
+    lacks); ``None`` changes nothing.  What ``--device`` of ``pflt verify``, ``figures``,
+    ``select-k`` and ``select-stages`` sets."""
+    if device is None:
+        yield None
+        return
+    dev = resolve_device(device)
+    _SCOPED.append(dev)
+    try:
+        yield dev
+    finally:
+        _SCOPED.pop()
 
 
 def resolve_device(device=None) -> torch.device:

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from algorithms.engine.base import Params
-from algorithms.engine.models import CNN, MLP, MLR, Model, _dense
+from algorithms.engine.models import MLP, MLR, Model, _dense
 
 Penalty = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -34,9 +34,10 @@ Penalty = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 def head_keys(model: Model) -> list[str]:
     """The names ``[weight, bias]`` of the last (linear) layer; a clear ``ValueError`` for a
     model whose body features this module cannot compute."""
-    if not isinstance(model, (MLR, MLP, CNN)):
+    if not isinstance(model, (MLR, MLP)) and not callable(getattr(model, "features", None)):
         raise ValueError(f"feature-space algorithms need a built-in model with a linear last "
-                         f"layer (mlr, dnn, mlp, cnn), got {type(model).__name__}")
+                         f"layer (mlr, dnn, mlp, cnn, cnn3, resnet18-gn), got "
+                         f"{type(model).__name__}")
     return list(model.layers[-1])
 
 
@@ -59,7 +60,7 @@ def feature_dim(model: Model) -> int:
         return model.dim
     if isinstance(model, MLP):
         return model.widths[-2]
-    return model.hidden
+    return model.feature_dim
 
 
 def features(model: Model, params: Params, x: torch.Tensor) -> torch.Tensor:
@@ -73,14 +74,7 @@ def features(model: Model, params: Params, x: torch.Tensor) -> torch.Tensor:
         for l in range(1, len(model.widths) - 1):
             h = torch.relu(_dense(h, params[f"fc{l}.weight"], params[f"fc{l}.bias"]))
         return h
-    n, b = x.shape[:2]
-    s = model.image_size
-    h = x.reshape(n, b, model.in_channels, s, s).transpose(0, 1).reshape(
-        b, n * model.in_channels, s, s)
-    h = CNN._grouped_conv(h, params["conv1.weight"], params["conv1.bias"], n)
-    h = CNN._grouped_conv(h, params["conv2.weight"], params["conv2.bias"], n)
-    h = h.reshape(b, n, model.flat).transpose(0, 1)
-    return torch.relu(_dense(h, params["fc1.weight"], params["fc1.bias"]))
+    return model.features(params, x)
 
 
 def linear_logits(z: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

@@ -30,6 +30,12 @@ def split_keys(model, head_layers: int) -> tuple[list[str], list[str]]:
     return body, head
 
 
+def head_span(model) -> int:
+    """The most trailing layers of ``model`` a progressive head may span: the model's
+    ``head_span`` where it sets one (PPFE's CNN: its dense layers), else every layer."""
+    return int(getattr(model, "head_span", None) or len(model.layers))
+
+
 def subset(params: Params, keys) -> Params:
     return {k: params[k] for k in keys}
 

@@ -10,7 +10,10 @@ serves ``N = 1``.  ``layers`` lists the parameter names of each layer in forward
   ``l2/2 ‖W‖²`` added to the loss (biases not regularised).
 * ``DNN`` — one hidden layer with ReLU (pFedMe: 20 hidden units on Synthetic, 100 on MNIST;
   CGPFL: 128); ``MLP`` — the same at any depth (PPFE's progressive stages).
-* ``CNN`` — 2 conv (5×5, ReLU, 2×2 max-pool) + 2 fully connected layers (CGPFL on CIFAR).
+* ``CNN`` — 2 conv (5×5, ReLU, 2×2 max-pool) + 2 fully connected layers (CGPFL on CIFAR,
+  ``cnn``) or 3 (PPFE, ``cnn3``: its progressive heads span the dense layers).
+* ``ResNet18GN`` — ResNet-18 with GroupNorm (PLGU; ``resnet18-gn``), in
+  :mod:`algorithms.engine.models_resnet`.
 * ``BatchNormMLP`` — an MLP with BatchNorm after every hidden layer, each client its own
   batch and running statistics (FedBN; ``mlp-bn``; training steps in
   :mod:`algorithms.engine.models_norm`).
@@ -21,77 +24,18 @@ drawn from an explicit CPU generator, so the same seed gives the same model on a
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+# the interface and the dense/initialisation helpers live in model_base (imported by
+# models_resnet too, which build_model imports: no cycle); re-exported here
+from algorithms.engine.model_base import Model, _dense, _uniform  # noqa: F401
 from pfl_theory.validation import nonnegative, positive_int
 
 Params = dict[str, torch.Tensor]
-
-
-def _uniform(shape, fan_in: int, gen: torch.Generator) -> torch.Tensor:
-    bound = 1.0 / math.sqrt(fan_in)
-    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-
-
-def _dense(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``x[N, B, d_in] @ w[N, d_in, d_out] + b[N, d_out]``, computed as ``(wᵀxᵀ + b)ᵀ``: with
-    tiny per-client matrices this layout is ~2× faster on CPU than ``baddbmm(b, x, w)``."""
-    return torch.baddbmm(b.unsqueeze(2), w.transpose(1, 2), x.transpose(1, 2)).transpose(1, 2)
-
-
-class Model:
-    """Interface: ``init``, ``forward``, ``layers``; plus the shared loss helpers."""
-
-    layers: list[list[str]]
-    l2: float = 0.0
-
-    def init_single(self, gen: torch.Generator) -> Params:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def forward(self, params: Params, x: torch.Tensor) -> torch.Tensor:  # pragma: no cover
-        raise NotImplementedError
-
-    def init(self, num: int, *, seed: int = 0, device=None, dtype=torch.float32,
-             same: bool = True) -> Params:
-        """Parameters for ``num`` copies ``[num, ...]``; identical copies when ``same``
-        (a global model broadcast), otherwise ``num`` independent draws."""
-        gen = torch.Generator().manual_seed(seed)
-        draws = [self.init_single(gen) for _ in range(1 if same else num)]
-        return {k: torch.stack([d[k] for d in draws]).expand(num, *draws[0][k].shape)
-                .to(device=device, dtype=dtype).clone() for k in draws[0]}
-
-    def per_client_loss(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy per client ``[N]`` (+ the ℓ2 term when ``l2 > 0``)."""
-        logits = self.forward(params, x)
-        # class axis second ([N, C, B]): dense layers produce that layout already, and a
-        # softmax over dim 1 vectorises over the batch (over a last axis of length C it
-        # does not)
-        loss = F.cross_entropy(logits.transpose(1, 2), y, reduction="none").mean(1)
-        if self.l2 > 0:
-            reg = sum((params[k] ** 2).flatten(1).sum(1) for k in params if k.endswith("weight"))
-            loss = loss + 0.5 * self.l2 * reg
-        return loss
-
-    def grad(self, params: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[Params, torch.Tensor]:
-        """Per-client gradients of the per-client mean loss, and the losses ``[N]``
-        (autograd; models may override with a hand-written batched gradient)."""
-        return self.autograd_grad(params, x, y)
-
-    def autograd_grad(self, params: Params, x: torch.Tensor, y: torch.Tensor
-                      ) -> tuple[Params, torch.Tensor]:
-        """Gradients by autograd.  Clients' parameters are independent, so the gradient of
-        the *sum* of per-client losses is each client's own gradient — one backward pass
-        for all clients."""
-        with torch.enable_grad():
-            leaves = {k: v.detach().requires_grad_(True) for k, v in params.items()}
-            loss = self.per_client_loss(leaves, x, y)
-            grads = torch.autograd.grad(loss.sum(), list(leaves.values()))
-        return dict(zip(leaves.keys(), grads)), loss.detach()
 
 
 @dataclass
@@ -187,36 +131,65 @@ def DNN(dim: int, num_classes: int, hidden: int = 20, l2: float = 0.0) -> MLP:
 
 @dataclass
 class CNN(Model):
-    """2 conv (5×5, ReLU, max-pool 2) + 2 FC layers, batched by grouped convolution."""
+    """2 conv (5×5, ReLU, max-pool 2) + fully connected layers, batched by grouped convolution.
+
+    ``x → pool(relu(conv1 x)) → pool(relu(conv2 ·)) → flatten → relu(fc1) → … → fc_last``:
+    one hidden dense width (``hidden=64``) is CGPFL's "two convolutional layers and two fully
+    connected layers" (CGPFL §5.1, CIFAR-10; ``--model cnn``); two, ``hidden=(120, 84)``, is
+    PPFE's "two convolutional layers … followed by max-pooling and three fully connected
+    layers" (PPFE §6, App. A.1; ``--model cnn3``).  Channel widths: PPFE's are "dataset
+    dependent", CGPFL gives none — ``(6, 16)``, LeNet-5's (the CIFAR network of pFedMe's
+    public code), is our default.  ``head_span`` (``None``: every layer) is the most trailing
+    layers a layer-wise method may personalize: PPFE's heads span the dense layers only, the
+    convolutions stay the shared feature extractor (PPFE App. A.1)."""
 
     in_channels: int
     image_size: int
     num_classes: int
     channels: tuple[int, int] = (6, 16)
-    hidden: int = 64
+    hidden: int | tuple[int, ...] = 64
     l2: float = 0.0
+    head_span: int | None = None
 
     def __post_init__(self):
         positive_int("in_channels", self.in_channels)
         positive_int("num_classes", self.num_classes, minimum=2)
+        self.channels = tuple(positive_int("channels", c) for c in self.channels)
+        if len(self.channels) != 2:
+            raise ValueError(f"the CNN has two convolutions, got channels {self.channels}")
+        hidden = (self.hidden,) if isinstance(self.hidden, int) else tuple(self.hidden)
+        self.dense = tuple(positive_int("hidden width", h) for h in hidden)
+        nonnegative("l2", self.l2)
         side = (positive_int("image_size", self.image_size, minimum=12) - 4) // 2
         side = (side - 4) // 2
         if side < 1:
             raise ValueError(f"image_size {self.image_size} too small for two 5x5 conv+pool")
         self.flat = self.channels[1] * side * side
-        self.layers = [["conv1.weight", "conv1.bias"], ["conv2.weight", "conv2.bias"],
-                       ["fc1.weight", "fc1.bias"], ["fc2.weight", "fc2.bias"]]
+        self.widths = (self.flat, *self.dense, self.num_classes)
+        self.layers = [["conv1.weight", "conv1.bias"], ["conv2.weight", "conv2.bias"]] + \
+            [[f"fc{l}.weight", f"fc{l}.bias"] for l in range(1, len(self.widths))]
+        if self.head_span is not None:
+            positive_int("head_span", self.head_span)
+            if self.head_span > len(self.layers):
+                raise ValueError(f"head_span {self.head_span} exceeds the CNN's "
+                                 f"{len(self.layers)} layers")
+
+    @property
+    def feature_dim(self) -> int:
+        """``D``: the input width of the last dense layer."""
+        return self.widths[-2]
 
     def init_single(self, gen):
         c0, (c1, c2) = self.in_channels, self.channels
-        return {"conv1.weight": _uniform((c1, c0, 5, 5), c0 * 25, gen),
-                "conv1.bias": _uniform((c1,), c0 * 25, gen),
-                "conv2.weight": _uniform((c2, c1, 5, 5), c1 * 25, gen),
-                "conv2.bias": _uniform((c2,), c1 * 25, gen),
-                "fc1.weight": _uniform((self.flat, self.hidden), self.flat, gen),
-                "fc1.bias": _uniform((self.hidden,), self.flat, gen),
-                "fc2.weight": _uniform((self.hidden, self.num_classes), self.hidden, gen),
-                "fc2.bias": _uniform((self.num_classes,), self.hidden, gen)}
+        out = {"conv1.weight": _uniform((c1, c0, 5, 5), c0 * 25, gen),
+               "conv1.bias": _uniform((c1,), c0 * 25, gen),
+               "conv2.weight": _uniform((c2, c1, 5, 5), c1 * 25, gen),
+               "conv2.bias": _uniform((c2,), c1 * 25, gen)}
+        for l in range(1, len(self.widths)):
+            d_in, d_out = self.widths[l - 1], self.widths[l]
+            out[f"fc{l}.weight"] = _uniform((d_in, d_out), d_in, gen)
+            out[f"fc{l}.bias"] = _uniform((d_out,), d_in, gen)
+        return out
 
     @staticmethod
     def _grouped_conv(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
@@ -224,15 +197,22 @@ class CNN(Model):
         out = F.conv2d(h, w.reshape(-1, *w.shape[2:]), b.reshape(-1), groups=n)
         return F.max_pool2d(torch.relu(out), 2)
 
-    def forward(self, params, x):
+    def features(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+        """The input of the last dense layer, ``[N, B, D]`` (the head is not read)."""
         n, b = x.shape[:2]
         h = x.reshape(n, b, self.in_channels, self.image_size, self.image_size)
         h = h.transpose(0, 1).reshape(b, n * self.in_channels, self.image_size, self.image_size)
         h = self._grouped_conv(h, params["conv1.weight"], params["conv1.bias"], n)
         h = self._grouped_conv(h, params["conv2.weight"], params["conv2.bias"], n)
         h = h.reshape(b, n, self.flat).transpose(0, 1)
-        h = torch.relu(_dense(h, params["fc1.weight"], params["fc1.bias"]))
-        return _dense(h, params["fc2.weight"], params["fc2.bias"])
+        for l in range(1, len(self.widths) - 1):
+            h = torch.relu(_dense(h, params[f"fc{l}.weight"], params[f"fc{l}.bias"]))
+        return h
+
+    def forward(self, params, x):
+        last = len(self.widths) - 1
+        return _dense(self.features(params, x), params[f"fc{last}.weight"],
+                      params[f"fc{last}.bias"])
 
 
 @dataclass
@@ -376,11 +356,26 @@ class BatchNormMLP(Model):
         return g, loss
 
 
+#: the ``--model`` names of :func:`build_model`
+MODEL_NAMES = ("mlr", "dnn", "mlp", "mlp-bn", "cnn", "cnn3", "resnet18-gn")
+
+
+def _image_shape(name: str, feat) -> tuple[int, int]:
+    if len(feat) != 3 or feat[1] != feat[2]:
+        raise ValueError(f"the {name} model needs square image features [C, H, H], "
+                         f"got {list(feat)}")
+    return int(feat[0]), int(feat[1])
+
+
 def build_model(name: str, federation: Any, *, hidden: int | tuple[int, ...] | None = None,
                 l2: float = 0.0) -> Model:
-    """The model ``mlr|dnn|mlp|mlp-bn|cnn`` sized for ``federation``'s features and classes
-    (``hidden``: an int for dnn/cnn, a tuple of widths for mlp/mlp-bn; ``mlp-bn`` is
-    :class:`BatchNormMLP`, default one hidden layer of 32)."""
+    """The model ``name`` (:data:`MODEL_NAMES`) sized for ``federation``'s features and
+    classes.  ``hidden``: an int for dnn/cnn (the hidden width; CGPFL's DNN is ``dnn`` with
+    128), a tuple of widths for mlp/mlp-bn/cnn3, the base width ``w`` of resnet18-gn (64 in
+    the paper).  ``mlp-bn`` is :class:`BatchNormMLP` (default one hidden layer of 32);
+    ``cnn`` CGPFL's CNN (2 conv + 2 dense), ``cnn3`` PPFE's (2 conv + 3 dense, heads over the
+    dense layers), ``resnet18-gn`` PLGU's ResNet-18 with GroupNorm
+    (:class:`algorithms.engine.models_resnet.ResNet18GN`)."""
     feat = federation.feature_shape
     c = federation.num_classes
     if name == "mlr":
@@ -396,7 +391,19 @@ def build_model(name: str, federation: Any, *, hidden: int | tuple[int, ...] | N
         widths = (hidden,) if isinstance(hidden, int) else tuple(hidden or (32,))
         return BatchNormMLP(int(torch.tensor(feat).prod()), c, hidden=widths)
     if name == "cnn":
-        if len(feat) != 3 or feat[1] != feat[2]:
-            raise ValueError(f"the CNN needs square image features [C, H, H], got {list(feat)}")
-        return CNN(feat[0], feat[1], c, hidden=int(hidden or 64), l2=l2)
-    raise ValueError(f"unknown model {name!r}; choose mlr, dnn, mlp, mlp-bn or cnn")
+        channels, side = _image_shape(name, feat)
+        return CNN(channels, side, c, hidden=int(hidden or 64), l2=l2)
+    if name == "cnn3":
+        channels, side = _image_shape(name, feat)
+        widths = (hidden,) * 2 if isinstance(hidden, int) else tuple(hidden or (120, 84))
+        if len(widths) != 2:
+            raise ValueError(f"the cnn3 model has two hidden dense widths, got {widths}")
+        return CNN(channels, side, c, hidden=widths, l2=l2, head_span=3)
+    if name == "resnet18-gn":
+        from algorithms.engine.models_resnet import ResNet18GN
+
+        channels, side = _image_shape(name, feat)
+        if isinstance(hidden, tuple):
+            raise ValueError(f"the resnet18-gn model takes one base width, got {hidden}")
+        return ResNet18GN(channels, side, c, width=int(hidden or 64), l2=l2)
+    raise ValueError(f"unknown model {name!r}; choose {', '.join(MODEL_NAMES)}")

@@ -15,7 +15,9 @@ headline accuracy, then each ``--metric``; every value twice, at the **last** ev
 and at the **best** one (per run the best evaluated round — highest accuracy, lowest loss —
 then mean ± sd over seeds; the papers' tables report the best round, chosen on the test
 split).  ``--at last`` or ``--at best`` keeps one.  The configuration with the best headline
-accuracy is printed under the table.
+accuracy is printed under the table, with the configurations it is *within noise* of (its
+mean exceeds theirs by less than two combined standard errors over seeds: no single best) or
+a note that it is ahead of all of them; with one seed the noise is unknown and it says so.
 
 Only finished runs are averaged: a run still being written (its ``.lock`` held), killed, or
 short of its configured rounds is counted as *unfinished* and a diverged one as *diverged*,
@@ -135,8 +137,27 @@ def best_line(groups: list[Group], ats: tuple[str, ...]) -> list[str]:
             continue
         (mean, sd, n), g = max(scored, key=lambda sg: sg[0][0])
         lines.append(f"best headline accuracy ({at} round): {g.label} ({g.headline()} model) "
-                     f"{format_mean_sd(mean, sd, n)} over {n} seed(s)")
+                     f"{format_mean_sd(mean, sd, n)} over {n} seed(s)"
+                     + noise_note((mean, sd, n), [(s, o) for s, o in scored if o is not g]))
     return lines
+
+
+def noise_note(best: tuple[float, float, int], others: list[tuple[tuple, Group]]) -> str:
+    """Whether the best configuration is ahead of each other one by more than two combined
+    standard errors over seeds (:func:`paper_figures.leaderboard_table.ahead`), or names
+    those it is within the seed noise of."""
+    from paper_figures.leaderboard_table import ahead
+
+    if not others:
+        return ""
+    if best[2] < 2 or any(s[2] < 2 for s, _ in others):
+        return "; one seed: the seed noise is unknown, run more seeds before calling it best"
+    close = [(s, o) for s, o in others if not ahead(best, s)]
+    if not close:
+        return "; ahead of every other configuration by more than 2 standard errors"
+    return ("; within noise (< 2 combined standard errors) of " + ", ".join(
+        f"{o.label} {format_mean_sd(*s)}" for s, o in sorted(close, key=lambda so: -so[0][0]))
+        + ": no single best")
 
 
 def _series(r: Run, metric: str) -> dict[int, float]:

@@ -26,7 +26,9 @@ run``'s does: exit 1 naming the round, history and ``diverged.json`` kept.  Need
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -48,6 +50,9 @@ def add_parser(sub) -> None:
                    help="Ray: CPUs reserved per ClientApp actor (default 1)")
     f.add_argument("--compare", action="store_true",
                    help="also run the in-process engine and print the max parameter difference")
+    f.add_argument("--flower-log", default="warning", choices=["warning", "info"],
+                   help="level of Flower's own log on stderr (default: warning — its per-round "
+                        "INFO lines would bury the summary; info shows them)")
     p.set_defaults(func=run)
     o = sub.add_parser("flower-outcome", help="exit status of a Flower deployment run (flwr run "
                        "exits 0 whatever happens)", description=OUTCOME_DOC,
@@ -138,12 +143,13 @@ def _run_locked(args, options: dict) -> int:
     every = options.get("checkpoint_every")
     from algorithms.flower.local import RaySimulationError
     try:
-        result = simulate(settings, fed, rounds=options["rounds"],
-                          eval_every=options["eval_every"], backend=args.backend,
-                          cpus_per_client=args.cpus_per_client,
-                          threads=options.get("threads") or 1, state=state,
-                          checkpoint=out / "checkpoint.pt" if every else None,
-                          checkpoint_every=every, errors_as_replies=True)
+        with flower_log_level(args.flower_log):
+            result = simulate(settings, fed, rounds=options["rounds"],
+                              eval_every=options["eval_every"], backend=args.backend,
+                              cpus_per_client=args.cpus_per_client,
+                              threads=options.get("threads") or 1, state=state,
+                              checkpoint=out / "checkpoint.pt" if every else None,
+                              checkpoint_every=every, errors_as_replies=True)
     except RaySimulationError as exc:
         from pflt.cli import one_line
         print(f"pflt flower-sim: error: {one_line(exc)}", file=sys.stderr)
@@ -172,6 +178,18 @@ def _run_locked(args, options: dict) -> int:
         print(f"{key:<32}{value}")
     print(f"results: {out}/flower_history.json, {out}/flower_summary.json")
     return 0
+
+
+@contextlib.contextmanager
+def flower_log_level(level: str):
+    """Flower's logger (``flwr``) at ``level`` inside the block, as it was after."""
+    logger = logging.getLogger("flwr")
+    before = logger.level
+    logger.setLevel(logging.WARNING if level == "warning" else logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def options_algorithm(options: dict):

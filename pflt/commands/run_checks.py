@@ -118,9 +118,17 @@ def _params_per_client(model: str, dim: int, classes: int, hidden: Any) -> int:
         hid = (hidden,) if isinstance(hidden, int) else tuple(hidden or (32,))
         widths = [dim, *hid, classes]
         return sum(a * b + b for a, b in zip(widths, widths[1:])) + 4 * sum(hid)
-    else:  # cnn: two 5×5 convolutions (≤ 64 channels) and two dense layers of width hidden
-        h = int(hidden or 64)
-        return 25 * 64 * 64 + dim * h + h * classes + 2 * 64 * 64 * 25
+    elif model == "resnet18-gn":
+        from algorithms.engine.models_resnet import parameter_count
+
+        return parameter_count(3, classes, int(hidden or 64))
+    else:  # cnn/cnn3: two 5×5 convolutions (≤ 64 channels) and two or three dense layers
+        hid = (hidden,) if isinstance(hidden, int) else tuple(hidden or (64,))
+        if model == "cnn3":
+            hid = hid * 2 if len(hid) == 1 else hid
+            hid = tuple(hidden or (120, 84)) if not isinstance(hidden, int) else hid
+        widths = [dim, *hid, classes]
+        return 3 * 25 * 64 * 64 + sum(a * b + b for a, b in zip(widths, widths[1:]))
     return sum(a * b + b for a, b in zip(widths, widths[1:]))
 
 
@@ -172,6 +180,10 @@ def memory_estimate(values: dict[str, Any]) -> int:
     widest = max([dim, classes, *(hidden if isinstance(hidden, (list, tuple)) else
                                   [int(hidden or 64)])])
     batches = n * batch * (dim + 4 * widest) * item + steps * n * batch * 8
+    if values["model"] == "resnet18-gn":
+        # activations kept for the backward pass: ~12 tensors of w·2^(s-1) channels at
+        # H·W/4^(s-1) pixels per stage s, i.e. ≈ 24·w·H·W per sample (H·W ≤ dim)
+        batches += n * batch * 24 * int(hidden or 64) * dim * item
     return data + PARAM_COPIES * n * params * item + batches
 
 

@@ -34,7 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn"]
+MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn", "cnn3", "resnet18-gn"]
 #: ``--rounds`` of an algorithm without a schedule of its own (:func:`default_rounds`)
 DEFAULT_ROUNDS = 50
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
@@ -97,13 +97,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
     g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
-    g.add_argument("--model", default=None, choices=MODELS,
-                   help="model (default mlr, or mlp for an algorithm that needs layers); "
-                        "mlp = deep ReLU net for layer-wise methods; mlp-bn = mlp with "
-                        "BatchNorm after every hidden layer (fedbn, fedavg, local)")
+    g.add_argument("--model", default=None, choices=MODELS, metavar="NAME",
+                   help="mlr (default; mlp for layer-wise methods), dnn, mlp, mlp-bn (BatchNorm: "
+                        "fedbn, fedavg, local), cnn (CGPFL: 2 conv+2 FC), cnn3 (PPFE: 2 conv+"
+                        "3 FC), resnet18-gn (PLGU)")
     g.add_argument("--hidden", type=_widths, default=None,
-                   help="hidden width(s): dnn/cnn one int (dnn default 20); mlp comma list "
-                        "(default 64,32,16)")
+                   help="dnn/cnn: one width (dnn 20; CGPFL 128); mlp/cnn3: comma list; "
+                        "resnet18-gn: base width (64)")
     g.add_argument("--l2", type=float, default=0.0, help="ℓ2 coefficient of the model loss")
     g.add_argument("--rounds", type=int, default=None,
                    help=f"communication rounds T (default: the algorithm's own schedule where "
@@ -144,19 +144,22 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--replace", type=_bool, default=False,
                    help="label-skew: draw samples with replacement (default false)")
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="label-skew: client sizes uniform in [LO, HI]")
+                   help="label-skew: sizes U[LO, HI] (default: fit to the data)")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
-                   help="feature-shift: rotations U[-DEG, DEG] (45; 0: non-images)")
+                   help="feature-shift: rotations U[-DEG, DEG] (default: 45; 0 for non-images)")
     d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
-                   help="feature-shift: contrast log-uniform in [1/F, F] (2)")
+                   help="feature-shift: contrast in [1/F, F]")
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
-                   help="feature-shift: noise std U[0, S] (0.1)")
+                   help="feature-shift: noise std U[0, S]")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
                         "integer; none (the paper's sizes); auto (default: none unless the "
                         "synthetic features exceed 1 GiB, then the largest cap that fits)")
+    from pflt.commands._help import state_defaults
+
+    state_defaults(g._group_actions + d._group_actions)
 
 
 def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:
@@ -202,7 +205,7 @@ def help_text(algorithm: str | None, description: str = "", *,
                      f"implementation: {info.qualname}")
     h = p.add_argument_group(f"{info.name} hyper-parameters")
     for hp in info.hyperparameters:
-        symbol = f"{hp.symbol}: " if hp.symbol else ""
+        symbol = f"{hp.shown_symbol}: " if hp.symbol else ""
         mine = config.get(f"hp_{hp.name}")
         h.add_argument(hp.option, metavar=type(hp.default).__name__.upper(),
                        help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")
@@ -392,9 +395,15 @@ def resolve(args: argparse.Namespace) -> dict[str, Any]:
     hidden = values.get("hidden")
     if hidden is not None and values["model"] == "mlr":
         raise UserError("--hidden does not apply to --model mlr (no hidden layer)")
-    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn"):
+    if isinstance(hidden, (tuple, list)) and values["model"] in ("dnn", "cnn", "resnet18-gn"):
         raise UserError(f"--model {values['model']} takes one --hidden width, got "
                         f"{','.join(map(str, hidden))}")
+    if isinstance(hidden, (tuple, list)) and values["model"] == "cnn3" and len(hidden) != 2:
+        raise UserError(f"--model cnn3 takes two --hidden widths (its hidden dense layers), "
+                        f"got {','.join(map(str, hidden))}")
+    if values["model"] == "resnet18-gn" and hidden is not None and hidden % 2:
+        raise UserError(f"--model resnet18-gn: --hidden (the base width) must be even (2 "
+                        f"GroupNorm groups), got {hidden}")
     cls(**given)  # validate hyper-parameters before any data is generated
     return values
 
@@ -425,6 +434,15 @@ def inert_notes(algorithm, model) -> list[str]:
     name = getattr(algorithm, "name", type(algorithm).__name__)
     return [f"{name}: --{hp.replace('_', '-')} {getattr(algorithm, hp)!r} cannot change the "
             f"result ({why})" for hp, why in inert(model).items()]
+
+
+def test_split_reason(algorithm) -> str | None:
+    """Why the algorithm, as configured, reads its clients' test split (its
+    ``reads_test_split()``: Per-FedAvg's non-default ``adapt_on='test'``), else ``None``.
+    Such a run's accuracies are not held-out accuracies; ``engine.train_test_isolation``
+    flags the same configurations."""
+    reads = getattr(algorithm, "reads_test_split", None)
+    return reads() if callable(reads) else None
 
 
 def schedule_note(algorithm, model, rounds: int) -> str | None:

@@ -50,6 +50,7 @@ import numpy as np
 
 from pflt.cli import UserError
 from pflt.commands._validation_cli import add_fold_options, check_fold_options, progress_bar
+from pflt.commands._device import add_device_option, with_device
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
 CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.methods.clustered.cgpfl_validation.CRITERIA)
@@ -117,7 +118,8 @@ def add_parser(subparsers) -> None:
                    f"cross-entropy loss (argmin); default {DEFAULT_CRITERION!r} (the winner on the "
                    "selection benchmark's held-out half of cases, docs/selection.md)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
-    p.set_defaults(func=run)
+    add_device_option(p)
+    p.set_defaults(func=with_device(run))
 
 
 def _load_npy(path: Path, what: str) -> np.ndarray:

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from pfl_theory.ppfe_bounds import kappa0_from_ingredients, select_stages
 from pflt.commands._validation_cli import add_fold_options
+from pflt.commands._device import add_device_option, with_device
 
 
 def add_parser(subparsers) -> None:
@@ -79,7 +80,8 @@ def add_parser(subparsers) -> None:
     add_fold_options(p, folds=5, folds_help="folds per client's training data")
     p.add_argument("--seed", type=int, default=0,
                    help="--validation: seed of the fold split (default 0)")
-    p.set_defaults(func=run)
+    add_device_option(p)
+    p.set_defaults(func=with_device(run))
 
 
 

@@ -49,6 +49,9 @@ def add_parser(sub) -> None:
     p.add_argument("config", help="TOML file: base options plus a [sweep] table of lists")
     p.add_argument("--out", type=out_dir, default="runs/sweep", help="output directory (default runs/sweep)")
     p.add_argument("--no-progress", action="store_true", help="no per-run progress bars")
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="cpu or cuda[:K] for every cell (default: the config's, else as "
+                        "pflt run: cuda when available)")
     p.set_defaults(func=run)
 
 
@@ -156,7 +159,7 @@ def cell_hash(options: dict) -> str:
 
 
 def cells(points: list[dict], base: Path, out: Path, no_progress: bool,
-          source: Path | None = None) -> list[dict]:
+          source: Path | None = None, device: str | None = None) -> list[dict]:
     """Every point's resolved options, validated before anything runs.  An error names the
     user's sweep file ``source`` (never ``base``, the ``OUT/base.toml`` written from it)
     and the point."""
@@ -167,7 +170,7 @@ def cells(points: list[dict], base: Path, out: Path, no_progress: bool,
     found = []
     for i, point in enumerate(points):
         try:
-            found.append(_cell(i, point, parser, actions, base, out, no_progress))
+            found.append(_cell(i, point, parser, actions, base, out, no_progress, device))
         except (UserError, ValueError) as exc:
             if source is None:
                 raise
@@ -179,7 +182,7 @@ def cells(points: list[dict], base: Path, out: Path, no_progress: bool,
 
 
 def _cell(i: int, point: dict, parser, actions: dict, base: Path, out: Path,
-          no_progress: bool) -> dict:
+          no_progress: bool, device: str | None = None) -> dict:
     from pflt.commands import run_options as opts
 
     bad = sorted(k for k in point if k.replace("-", "_") in RESERVED)
@@ -197,6 +200,8 @@ def _cell(i: int, point: dict, parser, actions: dict, base: Path, out: Path,
         argv.append(f"--{k.replace('_', '-')}={_argv_value(v)}")
     if no_progress:
         argv.append("--no-progress")
+    if device is not None:          # --device of the sweep: every cell, over its config
+        argv.append(f"--device={device}")
     ns = parser.parse_args(argv)
     ns.argv = argv
     options = opts.resolve(ns)
@@ -229,7 +234,8 @@ def run(args) -> int:
         atomic_write_text(base, to_toml(raw))
         if size > 200:
             print(f"validating the {size} points of {path} …", file=sys.stderr)
-        todo = cells(points, base, out, args.no_progress, source=path)
+        todo = cells(points, base, out, args.no_progress, source=path,
+                     device=getattr(args, "device", None))
         log = out / "sweep.jsonl"
         current = {c["hash"] for c in todo}
         old = read_log(log)

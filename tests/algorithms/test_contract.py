@@ -16,9 +16,13 @@ from algorithms.engine.models import DNN
 from algorithms.testing import SMALL, build, planted_federation
 
 
-@pytest.fixture(scope="module")
-def fed():
-    return planted_federation()
+#: the contract holds on every device this machine has (CUDA tests run where it is present)
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def fed(request):
+    return planted_federation(device=request.param)
 
 
 @pytest.fixture(scope="module")

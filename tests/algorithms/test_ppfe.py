@@ -282,3 +282,30 @@ def test_communication_accounting(fed, mlp):
     assert d["comm_params_total"] == sum(expect)
     assert [d[f"comm_params_stage{t}"] for t in range(4)] == expect
     assert d["shared_params"] == sizes[0]
+
+
+def test_heads_of_the_ppfe_cnn_span_its_dense_layers_only():
+    """PPFE's CNN (cnn3: 2 conv + 3 dense, PPFE §6/App. A.1): progressive stages personalize
+    the last 1, 2, 3 dense layers and never a convolution — the 4 stages of the paper even
+    when more are asked; a fixed head of 4 layers is refused."""
+    from algorithms.engine.models import build_model
+
+    class Images:
+        feature_shape, num_classes = (1, 28, 28), 10
+    cnn3 = build_model("cnn3", Images())
+    assert len(cnn3.layers) == 5 and cnn3.head_span == 3
+    alg = _ppfe(stages=6, total_rounds=60, stage_fractions="1,1,1,1,1,1")
+    assert alg.num_stages(cnn3) == 4
+    heads = [alg.keys_at(s, cnn3)[1] for s in range(4)]
+    assert heads[0] == [] and heads[3] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias",
+                                          "fc3.weight", "fc3.bias"]
+    assert all(not k.startswith("conv") for h in heads for k in h)
+    # the CGPFL CNN sets no span: a layer-wise method may personalize every layer
+    assert alg.num_stages(build_model("cnn", Images())) == 5
+    from algorithms.testing import planted_images
+
+    fed = planted_images()
+    small = build_model("cnn3", fed, hidden=(8, 6))
+    assert _ppfe(fixed_head=3).init(fed, small, 0).round == 0
+    with pytest.raises(ValueError, match="fixed_head=4 exceeds the 3 layers"):
+        _ppfe(fixed_head=4).init(fed, small, 0)

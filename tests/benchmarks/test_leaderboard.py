@@ -71,3 +71,20 @@ def test_a_refused_algorithm_is_reported_and_the_others_still_run(load_script, t
     md = (out / "leaderboard.md").read_text()
     assert "synthetic, fedavg: planted refusal" in md
     assert "| local | local (headline) |" in md
+
+
+def test_device_reaches_every_sweep(load_script, tmp_path, monkeypatch):
+    lb = load_script("leaderboard")
+    import pflt.cli
+
+    seen, real = [], pflt.cli.main
+
+    def recording(argv):
+        seen.append(list(argv))
+        return real(argv)
+    monkeypatch.setattr(pflt.cli, "main", recording)
+    assert lb.main(["--out", str(tmp_path / "lb"), "--settings", "synthetic", "--algorithms",
+             "fedavg", "--clients", "10", "--rounds", "1", "--seeds", "1", "--device", "cpu"]) == 0
+    assert "--device cpu" in (tmp_path / "lb" / "leaderboard.md").read_text()
+    assert len(seen) == 2 and all(a[0] == "sweep" and a[-2:] == ["--device", "cpu"]
+                                  for a in seen)

@@ -131,6 +131,20 @@ def test_old_sweep_records_with_absolute_or_start_relative_paths_resolve_inside(
         sweep_points(tmp_path / "sw")
 
 
+def test_a_best_inside_the_seed_noise_says_so():
+    """Issue 36: 0.8092 ± 0.0049 over 0.8083 ± 0.0051 (3 seeds) is no single best."""
+    from pflt.aggregate import Group
+    from pflt.commands.compare import noise_note
+
+    other = Group("k", {}, label="algorithm=fedavg")
+    note = noise_note((0.8092, 0.0049, 3), [((0.8083, 0.0051, 3), other)])
+    assert "within noise" in note and "algorithm=fedavg 0.8083 ± 0.0051" in note
+    far = noise_note((0.8092, 0.0049, 3), [((0.70, 0.0051, 3), other)])
+    assert "ahead of every other configuration" in far and "within noise" not in far
+    one_seed = noise_note((0.8092, float("nan"), 1), [((0.70, float("nan"), 1), other)])
+    assert "seed noise is unknown" in one_seed
+
+
 def test_a_copy_of_a_run_is_not_a_second_seed(runs, tmp_path, capsys):
     """A copied run directory (same configuration and seed) was averaged as a second seed
     (sd 0); it is one run, with a note, whatever its path — a copy, a copy of a link."""

@@ -42,6 +42,47 @@ def test_without_the_plugin_its_algorithm_is_unknown(isolated_plugins, tmp_path,
     assert "my-fedprox" in capsys.readouterr().err
 
 
+FAILING_PLUGIN = '''
+from verification.core.registry import Outcome, bound_outcome, check
+
+
+@check("mine.always_fails", paper="Test", reference="a bound below its measurement",
+       kind="bound")
+def always_fails(ctx):
+    """measured 2 <= bound 1: FAILS."""
+    return bound_outcome(2.0, 1.0)
+
+
+@check("mine.always_holds", paper="Test", reference="a bound above its measurement",
+       kind="bound")
+def always_holds(ctx):
+    """measured 1 <= bound 2: HOLDS."""
+    return bound_outcome(1.0, 2.0)
+'''
+
+
+def test_verify_fail_on_exits_1_when_a_listed_verdict_occurs(isolated_plugins, tmp_path,
+                                                            capsys):
+    plugin = tmp_path / "failing_plugin.py"
+    plugin.write_text(FAILING_PLUGIN)
+    base = ["--plugin", str(plugin), "verify", "--quick", "--no-progress", "--out",
+            str(tmp_path / "v")]
+    # default: a FAILS is a finding, exit 0
+    assert main(base + ["--only", "mine.*"]) == 0
+    assert main(base + ["--only", "mine.*", "--fail-on", "FAILS,ERROR"]) == 1
+    assert "exit 1: --fail-on ERROR,FAILS and the run has FAILS" in capsys.readouterr().out
+    # the listed verdict must occur: the holding check alone exits 0, so do other verdicts
+    assert main(base + ["--only", "mine.always_holds", "--fail-on", "fails"]) == 0
+    assert main(base + ["--only", "mine.*", "--fail-on", "ERRATUM", "--fail-on",
+                        "not_run"]) == 0
+    assert main(base + ["--only", "mine.*", "--fail-on", "HOLDS"]) == 1
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as bad:
+        main(base + ["--only", "mine.*", "--fail-on", "FAIL"])
+    assert bad.value.code == 2
+    assert "unknown verdict 'FAIL'" in capsys.readouterr().err
+
+
 BAD = '''
 from dataclasses import dataclass
 from algorithms.engine.base import register

@@ -16,6 +16,7 @@ from verification.experiments.plgu import CLASSES, DIM, federation
 from synthetic.federation import Federation
 from verification.core.registry import Context, Outcome, check
 from verification.core.verdicts import difference_three_way, outcome, worst
+from synthetic.federation import compute_device
 
 PAPER = "PLGU (CVPR 2023)"
 
@@ -28,7 +29,7 @@ def _blobs(seed: int, clients: int) -> Federation:
         y = rng.choice([i % 4, (i + 1) % 4], size=40 + 5 * (i % 3))
         xs.append(means[y] + rng.randn(len(y), 6))
         ys.append(y.astype(np.int64))
-    return Federation.from_client_arrays(xs, ys, num_classes=4, seed=seed, device="cpu",
+    return Federation.from_client_arrays(xs, ys, num_classes=4, seed=seed, device=compute_device(),
                                          dtype=torch.float64)
 
 

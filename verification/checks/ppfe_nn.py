@@ -15,6 +15,7 @@ from verification.experiments.ppfe_nn import setting, stage_ends, trajectory
 from synthetic.permuted_labels import permuted_label_federation
 from verification.core.registry import Context, Outcome, Verdict, check
 from verification.core.verdicts import outcome
+from synthetic.federation import compute_device
 
 PAPER = "PPFE (arXiv 2602.14244)"
 
@@ -28,7 +29,7 @@ def one_stage_equals_fedrep(ctx: Context) -> Outcome:
     """PPFE with one stage and a fixed head of k layers vs FedRep with head_layers = k."""
     p = ctx.params
     fed = permuted_label_federation(num_clients=p["clients"], num_clusters=4, classes_per_client=3,
-                                    dim=6, size_range=(30, 60), seed=ctx.seed, device="cpu",
+                                    dim=6, size_range=(30, 60), seed=ctx.seed, device=compute_device(),
                                     dtype=torch.float64)
     model = MLP(6, 4, hidden=(8, 8, 6))
     common = dict(lr=0.1, clients_per_round=max(1, p["clients"] // 2), local_rounds=3,

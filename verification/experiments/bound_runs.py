@@ -24,6 +24,7 @@ from synthetic.contexts import classification_contexts
 from synthetic.federation import Federation
 from verification.experiments import pfedme_quadratic as ex
 from verification.core.registry import Outcome, envelope_outcome
+from synthetic.federation import compute_device
 
 F64 = torch.float64
 #: one hidden constant must fit the whole grid to within 2.5× — a shape that is right up to
@@ -126,7 +127,7 @@ def mlr_federation(clients: int, dim: int, classes: int, samples: int, seed: int
     data = classification_contexts(clients, 1, dim=dim, num_classes=classes, tau=0.5,
                                    size_range=(2 * samples, 2 * samples), seed=seed)
     return Federation.from_client_arrays(data.xs, data.ys, num_classes=classes,
-                                         train_fraction=0.5, seed=seed, device="cpu",
+                                         train_fraction=0.5, seed=seed, device=compute_device(),
                                          dtype=F64, name="planted-mlr")
 
 

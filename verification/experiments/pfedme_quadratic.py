@@ -28,6 +28,7 @@ from algorithms.engine.models import QuadraticMean
 from algorithms.methods.regularized.pfedme import PFedMe
 from pfl_theory.threads import single_threaded
 from pfl_theory.validation import positive, positive_int
+from synthetic.federation import compute_device
 
 
 # ------------------------------------------------- quadratic clients (§E.B6, B7, B9)
@@ -51,7 +52,7 @@ def quadratic_federation(*, num_clients: int = 10, dim: int = 5, samples: int = 
     xs = [c + float(noise) * rng.normal(size=(m, d)) for c, m in zip(centres, sizes)]
     ys = [np.zeros(m, dtype=np.int64) for m in sizes]
     return Federation.from_client_arrays(xs, ys, num_classes=2, train_fraction=0.5, seed=seed,
-                                         device="cpu", dtype=torch.float64, name="quadratic")
+                                         device=compute_device(), dtype=torch.float64, name="quadratic")
 
 
 def client_means(fed) -> torch.Tensor:

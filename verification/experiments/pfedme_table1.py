@@ -42,6 +42,7 @@ from algorithms.methods.regularized.pfedme import PFedMe
 from algorithms.engine.runner import run
 from pfl_theory.threads import single_blas_thread, single_threaded
 from pfl_theory.validation import positive_int
+from synthetic.federation import compute_device
 
 #: Paper numbers, Synthetic column of pFedMe Table 1 (accuracy %, mean ± std over 10 runs);
 #: the same values are restated in docs/formulas.md §B.7.
@@ -79,7 +80,7 @@ def synthetic_federation(quick: bool = False):
 
     kw = {"num_clients": 20, "size_multiplier": 1} if quick else {}
     with single_blas_thread():  # numpy's SVD in multivariate_normal: ~20× slower with many threads
-        return federation(0.5, 0.5, seed=0, device="cpu", **kw)
+        return federation(0.5, 0.5, seed=0, device=compute_device(), **kw)
 
 
 def table1_algorithms(model: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from algorithms.engine.models import Model, _dense, _uniform
 from synthetic.federation import Federation
 from synthetic.fedprox import generate
 from synthetic.partition import label_skew_partition
+from synthetic.federation import compute_device
 
 CLASSES, CAP, DIM = 8, 1500, 30
 COMMON = dict(lr=0.2, batch_size=20, clients_per_round=25)
@@ -93,7 +94,7 @@ def federation(*, num_clients: int, seed: int) -> Federation:
                                 classes_per_client=3, size_range=(40, 100), seed=seed,
                                 replace=True)
     return Federation.from_client_arrays(part.xs, part.ys, num_classes=CLASSES, seed=seed,
-                                         device="cpu", dtype=torch.float32,
+                                         device=compute_device(), dtype=torch.float32,
                                          name=f"synthetic-pool label-skew N={num_clients}")
 
 

@@ -23,6 +23,7 @@ from algorithms.engine.base import get_algorithm
 from algorithms.engine.models import MLP
 from algorithms.engine.runner import evaluation_entry
 from synthetic.permuted_labels import permuted_label_federation
+from synthetic.federation import compute_device
 
 BASELINES = ("fedrep", "fedper", "lgfedavg", "fedbabu", "fedavg-ft", "fedavg", "local")
 
@@ -32,7 +33,7 @@ def setting(*, quick: bool, seed: int):
     n = 20 if quick else 50
     fed = permuted_label_federation(num_clients=n, num_clusters=10, classes_per_client=4,
                                     dim=20, size_range=(20, 60), separation=1.0, noise=2.0,
-                                    permuted=0.5, seed=seed, device="cpu", dtype=torch.float32)
+                                    permuted=0.5, seed=seed, device=compute_device(), dtype=torch.float32)
     model = MLP(20, 10, hidden=(32, 32, 16))
     common = {"lr": 0.1, "batch_size": 10, "clients_per_round": n // 2}
     return fed, model, (40 if quick else 160), common

@@ -73,6 +73,7 @@ from pfl_theory.threads import set_torch_threads, single_blas_thread
 from synthetic.federation import Federation, Split
 from synthetic.permuted_labels import LARGE_TEST, permuted_label_federation, permuted_label_large_test
 from verification.selection import stage_selectors as sel_
+from synthetic.federation import compute_device
 
 __all__ = ["NN_SELECTORS", "SCORINGS", "quick_configs", "full_configs", "holdout", "evaluate",
            "stage_ensembles",
@@ -152,8 +153,8 @@ def stage_curves(config: dict, seed: int, *, rounds_per_stage: int = ROUNDS_PER_
     (``large [t_max, N]``; 0 = none), the stage's mean weighted training error ε_t, the
     training and test sizes.  The large test is only evaluated: the run is the same without it."""
     gen = dict(num_clients=num_clients, seed=seed, **GENERATOR, **config)
-    fed0 = permuted_label_federation(**gen, device="cpu", dtype=torch.float32)
-    big = (permuted_label_large_test(per_client=large_test, **gen, device="cpu",
+    fed0 = permuted_label_federation(**gen, device=compute_device(), dtype=torch.float32)
+    big = (permuted_label_large_test(per_client=large_test, **gen, device=compute_device(),
                                      dtype=torch.float32) if large_test else None)
     fed, val = holdout(fed0, VAL_FRACTION, seed)
     out = {"test": [], "val": [], "val_nll": [], "train": [], "large": [], "eps": []}

@@ -49,6 +49,7 @@ from algorithms.methods.ppfe.ppfe_stage_validation import kfold  # noqa: F401  (
 from synthetic.permuted_labels import permuted_label_federation
 from verification.selection import stages_nn as nn
 from verification.selection import stage_selectors as sel_
+from synthetic.federation import compute_device
 
 __all__ = ["FOLDS", "CV_SELECTORS", "CANDIDATES", "kfold", "fold_curves", "cv_curves",
            "cv_picks", "config_halves", "summarise_cv", "protocol_pick", "run_cv_benchmark", "report"]
@@ -70,7 +71,7 @@ def fold_curves(config: dict, seed: int, fold: int, *, folds: int = FOLDS,
     if not 0 <= fold < folds:
         raise ValueError(f"fold must be in 0 … {folds - 1}, got {fold}")
     gen = dict(num_clients=num_clients, seed=seed, **nn.GENERATOR, **config)
-    fed0 = permuted_label_federation(**gen, device="cpu", dtype=torch.float32)
+    fed0 = permuted_label_federation(**gen, device=compute_device(), dtype=torch.float32)
     fed, held = kfold(fed0, folds, seed)[fold]
     correct, nll = [], []
     for model, members, alphas, _ in nn.stage_ensembles(fed, seed, rounds_per_stage=rounds_per_stage,

@@ -19,6 +19,7 @@ from algorithms.engine.base import State, broadcast
 from algorithms.engine.models import Model
 from pfl_theory.oracle_methods import QuadraticOracle
 from pfl_theory.validation import positive_int
+from synthetic.federation import compute_device
 
 F64 = torch.float64
 
@@ -79,7 +80,7 @@ def federation(clients: list[QuadraticOracle], *, samples: int = 4):
     xs = [np.tile(np.concatenate([c.A.ravel(), c.b])[None], (2 * samples, 1)) for c in clients]
     ys = [np.zeros(2 * samples, dtype=np.int64) for _ in clients]
     fed = Federation.from_client_arrays(xs, ys, num_classes=2, train_fraction=0.5, seed=0,
-                                        device="cpu", dtype=F64, name=f"quadratic-d{d}")
+                                        device=compute_device(), dtype=F64, name=f"quadratic-d{d}")
     return fed, FixedQuadratic(d)
 
 

@@ -52,8 +52,8 @@ import torch
 from algorithms.engine.base import (State, broadcast, check_clients_per_round, hp, register,
                              sample_clients, validate_hyperparameters)
 from algorithms.engine.contract import Algorithm, Phase, everyone, run_phases, with_server
-from algorithms.engine.heads import (aggregate, check_aggregation, fedrep_update, merge,
-                                  split_keys, subset)
+from algorithms.engine.heads import (aggregate, check_aggregation, fedrep_update, head_span,
+                                  merge, split_keys, subset)
 from algorithms.methods.ppfe.ppfe_ensemble import (ENSEMBLES, ensemble_accuracy, next_weights,
                                       stage_statistics, to_flat, to_padded, uniform_flat,
                                       weighted_batches)
@@ -171,7 +171,7 @@ class PPFE(Algorithm):
         return ranks
 
     def num_stages(self, model) -> int:
-        return self.stages if self.fixed_head else min(self.stages, len(model.layers) + 1)
+        return self.stages if self.fixed_head else min(self.stages, head_span(model) + 1)
 
     def schedule_rounds(self) -> int:
         """The length of PPFE's own schedule, ``total_rounds`` (every stage done): the
@@ -198,7 +198,7 @@ class PPFE(Algorithm):
 
     def keys_at(self, stage: int, model) -> tuple[list[str], list[str]]:
         """(shared body keys, personal head keys) of ``stage``."""
-        k = personal_layer_count(stage, fixed_head=self.fixed_head, num_layers=len(model.layers))
+        k = personal_layer_count(stage, fixed_head=self.fixed_head, num_layers=head_span(model))
         if k == 0:
             return [n for layer in model.layers for n in layer], []
         return split_keys(model, k)
@@ -211,9 +211,9 @@ class PPFE(Algorithm):
     # ---- algorithm -------------------------------------------------------------------
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)
-        if self.fixed_head > len(model.layers):
-            raise ValueError(f"fixed_head={self.fixed_head} exceeds the model's "
-                             f"{len(model.layers)} layers")
+        if self.fixed_head > head_span(model):
+            raise ValueError(f"fixed_head={self.fixed_head} exceeds the {head_span(model)} "
+                             "layers the model's heads may span")
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)
         body, head = self.keys_at(0, model)
         return State(0, seed, {"body": subset(w, body),

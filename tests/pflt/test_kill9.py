@@ -13,6 +13,7 @@ failure.  Small problems: 12 clients of <= 30 samples, a DNN, 4 rounds (20 for t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,8 @@ SMALL = ["--model", "dnn", "--clients", "12", "--max-client-size", "30"]
 MODEL = {"cgpfl-heur": ["--model", "mlr"]}
 #: algorithms whose state carries more than models from round to round (control variates,
 #: clusters, mixtures, ALA weights, stages, hypernetworks, contexts)
+#: the seed of the kill moments (PFLT_KILL9_SEED=k draws other moments: a longer soak)
+SEED = int(os.environ.get("PFLT_KILL9_SEED", "0"))
 STATEFUL = ["ppfe", "cgpfl-heur", "fedem", "scaffold", "fedala", "cfl", "fedamp", "pfedhn",
             "ifca"]
 
@@ -78,13 +81,13 @@ def killed_and_resumed(name: str, rounds: int, tmp_path: Path, seed: int = 0) ->
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _algorithms())
 def test_kill9_at_random_moments_then_resume_is_bit_identical(name, tmp_path):
-    killed_and_resumed(name, 4, tmp_path)
+    killed_and_resumed(name, 4, tmp_path, seed=SEED)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", STATEFUL)
 def test_kill9_over_20_rounds_of_the_stateful_algorithms(name, tmp_path):
-    killed_and_resumed(name, 20, tmp_path, seed=1)
+    killed_and_resumed(name, 20, tmp_path, seed=SEED + 1)
 
 
 def test_the_stateful_list_names_registered_algorithms():

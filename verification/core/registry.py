@@ -310,8 +310,8 @@ def _clash(check_id: str, fn: Callable) -> DuplicateCheckError | None:
                 f"duplicate check id {check_id!r}: {where} and "
                 f"{old.fn.__module__}.{old.fn.__qualname__} both register it",
                 (fn.__module__, old.fn.__module__))
-    builtin = builtin_ids().get(check_id)
-    if builtin and not _builtin_module(fn.__module__):
+    builtin = None if _builtin_module(fn.__module__) else builtin_ids().get(check_id)
+    if builtin:
         return DuplicateCheckError(
             f"check id {check_id!r} of {where} is the id of a built-in check (in "
             f"{builtin}): give your check another id", (fn.__module__, builtin))

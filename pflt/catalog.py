@@ -66,6 +66,12 @@ class AlgorithmInfo:
         d["hyperparameters"] = [dataclasses.asdict(h) for h in self.hyperparameters]
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "AlgorithmInfo":
+        """The inverse of :meth:`as_dict`."""
+        return cls(**{**d, "hyperparameters": tuple(HyperParameter(**h)
+                                                     for h in d["hyperparameters"])})
+
 
 def first_line(doc: str | None) -> str:
     """The first sentence of a docstring's first paragraph, on one line."""
@@ -171,10 +177,41 @@ def algorithm_info(name: str) -> AlgorithmInfo:
 
 
 def algorithms() -> list[AlgorithmInfo]:
-    """Every registered algorithm, sorted by name."""
+    """Every registered algorithm, sorted by name — from the registry, through the cache of
+    :mod:`pflt.catalog_cache` (no torch imported when the cache holds them)."""
+    from pflt.catalog_cache import cached
+
+    found = (live_algorithms() if registered_here("algorithms.engine.base")
+             else cached("algorithms", live_algorithms))
+    return [AlgorithmInfo.from_dict(d) for d in found]
+
+
+def registered_here(module: str) -> bool:
+    """Whether the registry ``module`` is imported in this process and holds entries: then
+    it is asked itself — it may hold what this process registered (a test, a notebook),
+    and its modules are imported already."""
+    return bool(getattr(sys.modules.get(module), "_REGISTRY", None))
+
+
+def live_algorithms() -> list[dict[str, Any]]:
+    """:func:`algorithms` asked of the registry itself (imports every method module)."""
     from algorithms.engine.base import registry
 
-    return [algorithm_info(n) for n in registry()]
+    return [algorithm_info(n).as_dict() for n in registry()]
+
+
+def described(name: str) -> AlgorithmInfo:
+    """The entry of ``name`` among :func:`algorithms`; an unknown name raises the
+    registry's ``ValueError`` listing the registered ones."""
+    for info in algorithms():
+        if info.name == name:
+            return info
+    return algorithm_info(name)
+
+
+def algorithm_names() -> list[str]:
+    """The names of the registered algorithms, sorted (:func:`algorithms`)."""
+    return [a.name for a in algorithms()]
 
 
 def datasets() -> list[dict[str, str]]:
@@ -218,7 +255,19 @@ def models() -> list[dict[str, str]]:
 
 
 def checks() -> list[dict[str, Any]]:
-    """The registered verification checks (``pflt verify --list`` shows the same)."""
+    """The registered verification checks (``pflt verify --list`` shows the same) — from
+    the check modules, through the cache of :mod:`pflt.catalog_cache` (not stored while a
+    module fails to import: that may be a missing optional dependency, not the sources)."""
+    from pflt.catalog_cache import cached
+
+    if registered_here("verification.core.registry"):
+        return live_checks()
+    return cached("checks", live_checks,
+                  storable=lambda found: not any(c["kind"] == "import" for c in found))
+
+
+def live_checks() -> list[dict[str, Any]]:
+    """:func:`checks` asked of the check modules themselves (imports every one)."""
     from verification.core import runner
 
     found, errors = runner.load_checks()

@@ -32,8 +32,6 @@ import logging
 import sys
 from pathlib import Path
 
-import torch
-
 from pfl_theory.safe_files import atomic_write_text
 from pflt.cli import UserError
 from pflt.commands import run_options as opts
@@ -118,6 +116,7 @@ def _run_locked(args, options: dict) -> int:
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
     from synthetic.sources import build_federation
+    import torch   # here, not at the top: pflt --help imports no torch
 
     if options.get("threads"):
         torch.set_num_threads(options["threads"])

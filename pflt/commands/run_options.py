@@ -69,17 +69,18 @@ def _widths(text: str):
 
 
 def hyperparameter_options() -> dict[str, tuple[type, str, list[str]]]:
-    """name → (type, help, algorithms having it), over all registered algorithms."""
-    from algorithms.engine.base import hyperparameters, registry
+    """name → (type, help, algorithms having it), over all registered algorithms (their
+    catalogue, :func:`pflt.catalog.algorithms`: no torch imported when it is cached)."""
+    from pflt import catalog
 
     found: dict[str, tuple[type, str, list[str]]] = {}
-    for name, cls in registry().items():
-        for f in hyperparameters(cls):
-            kind = type(f.default) if f.default is not None else str
-            if f.name in found:
-                found[f.name][2].append(name)
+    for info in catalog.algorithms():
+        for h in info.hyperparameters:
+            kind = type(h.default) if h.default is not None else str
+            if h.name in found:
+                found[h.name][2].append(info.name)
             else:
-                found[f.name] = (kind, f.metadata.get("help", ""), [name])
+                found[h.name] = (kind, h.help, [info.name])
     return found
 
 
@@ -91,12 +92,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """The options every algorithm shares (run, data)."""
-    from algorithms.engine.base import registry
+    from pflt.catalog import algorithm_names
 
     g = p.add_argument_group("run")
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
-    g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
+    g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(algorithm_names())}")
     g.add_argument("--model", default=None, choices=MODELS, metavar="NAME",
                    help="mlr (default; mlp for layer-wise methods), dnn, mlp, mlp-bn (BatchNorm: "
                         "fedbn, fedavg, local), cnn (CGPFL: 2 conv+2 FC), cnn3 (PPFE: 2 conv+"
@@ -200,7 +201,7 @@ def help_text(algorithm: str | None, description: str = "", *,
                     "(e.g. --lam, --lr).  Show one algorithm's options with their defaults:\n"
                     "  pflt run --algorithm NAME --help\nAll algorithms: pflt list algorithms")
         return p.format_help()
-    info = catalog.algorithm_info(algorithm)
+    info = catalog.described(algorithm)
     p.description = (f"{info.name}: {info.summary}\npaper: {info.paper or '-'}\n"
                      f"implementation: {info.qualname}")
     h = p.add_argument_group(f"{info.name} hyper-parameters")

@@ -9,6 +9,10 @@ property       what is checked
 documented     every hyper-parameter has a help text and a paper symbol (``hp(…,
                symbol=…)``), the class has a docstring, instances are frozen
 deterministic  the same seed gives the same state, bit for bit (2 rounds, twice)
+isolation      no read of the test split while training: with the test split replaced
+               (labels permuted, features noise) the states and the training-side
+               history are the same, bit for bit (2 rounds, every client taking part;
+               :mod:`algorithms.isolation`)
 dtype_device   float64 data give float64 state on the data's device, float32 give float32
                (after 1 round)
 finite         no NaN/inf in the state after 2 rounds
@@ -63,7 +67,7 @@ SMALL = {"local_rounds": 10, "inner_steps": 5, "batch_size": 10, "clients_per_ro
          "lr": 0.03, "personal_lr": 0.05}
 
 #: the properties of :func:`check_contract`, in the order :func:`contract_battery` runs them
-CONTRACT = ("documented", "deterministic", "dtype_device", "finite", "learns",
+CONTRACT = ("documented", "deterministic", "isolation", "dtype_device", "finite", "learns",
             "reference_loop", "resume", "flower")
 
 #: float64 rounding of batched against one-row kernels over a few hundred operations
@@ -71,16 +75,18 @@ CONTRACT = ("documented", "deterministic", "dtype_device", "finite", "learns",
 ATOL = 1e-12
 
 
-def planted_federation(dtype: torch.dtype = torch.float64, device: str = "cpu"):
-    """6 IID clients, 3 well-separated Gaussian classes in 5-d (Bayes accuracy ≈ 1)."""
+def planted_federation(dtype: torch.dtype = torch.float64, device: str = "cpu", *,
+                       clients: int = 6, samples: int = 80):
+    """``clients`` IID clients of ``samples`` samples each (3/4 train, 1/4 test), 3
+    well-separated Gaussian classes in 5-d (Bayes accuracy ≈ 1)."""
     from synthetic.federation import Federation
 
     rng = np.random.RandomState(0)
     means = np.array([[3.0, 0, 0, 0, 0], [0, 3.0, 0, 0, 0], [0, 0, 3.0, 0, 0]])
     xs, ys = [], []
-    for _ in range(6):
-        y = rng.randint(0, 3, 80)
-        xs.append(means[y] + 0.5 * rng.randn(80, 5))
+    for _ in range(clients):
+        y = rng.randint(0, 3, samples)
+        xs.append(means[y] + 0.5 * rng.randn(samples, 5))
         ys.append(y)
     return Federation.from_client_arrays(xs, ys, num_classes=3, device=device, dtype=dtype)
 
@@ -164,8 +170,8 @@ def check_contract(cls: type, prop: str, *, hyperparameters: dict[str, Any] | No
     if prop not in CONTRACT:
         raise ValueError(f"unknown contract property {prop!r}; one of {', '.join(CONTRACT)}")
     alg = build(cls, **(hyperparameters or {}))
-    name = getattr(cls, "name", cls.__name__) + (f" with {model}" if model else "") \
-        + (f" on {device}" if device != "cpu" else "")
+    name = (cls.__dict__.get("name") or cls.__name__) \
+        + (f" with {model}" if model else "") + (f" on {device}" if device != "cpu" else "")
     fed = planted(model, device=device)
     model_ = _model(8 if hidden is None else hidden, model, fed)
     if prop == "documented":
@@ -183,6 +189,14 @@ def check_contract(cls: type, prop: str, *, hyperparameters: dict[str, Any] | No
     if prop == "deterministic":
         _same(_rounds(alg, fed, model_, 2, 4), _rounds(alg, fed, model_, 2, 4),
               f"{name} deterministic (same seed twice)")
+    elif prop == "isolation":
+        from algorithms.isolation import isolation_differences
+
+        diff = isolation_differences(alg, fed, model_, rounds=2, seed=5)
+        assert not diff, (f"{name} reads the test split while training: with the test split "
+                          f"replaced (labels permuted, features noise) these differ: "
+                          f"{'; '.join(diff[:4])}{' …' if len(diff) > 4 else ''} — held-out "
+                          "data must be carved from the training split")
     elif prop == "dtype_device":
         for dtype in (torch.float64, torch.float32):
             f = planted(model, dtype, device)

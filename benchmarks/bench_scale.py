@@ -8,18 +8,23 @@ per-client accuracy vectors) and ``other`` (appending the entry to ``history.jso
 The data are those of ``pflt run --clients N`` (Synthetic(0.5, 0.5), ``--max-client-size
 auto``), the model MLR, one torch thread, float32.  Printed: the date (UTC), the 1-minute load
 average at every round (the machine may be shared: compare only runs that were interleaved),
-each round's split and the process's peak RSS (``ru_maxrss``, data included).
+each round's split and the process's peak RSS (``ru_maxrss``, data included, in GiB:
+:mod:`paper_figures.units`).  ``--json PATH`` also writes the rows (peak RSS in bytes) with the
+date, commit and machine: ``--json benchmarks/results/bench_scale.json`` is what the
+documentation's benchmark page shows (``python -m paper_figures.docs_pages``).
 
     python benchmarks/bench_scale.py [--clients 100000] [--clients-per-round 1000]
                                      [--algorithm pfedme] [--rounds 3] [--eval-every 1]
+                                     [--json benchmarks/results/bench_scale.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
-import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,12 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from algorithms.engine.base import get_algorithm  # noqa: E402
 from algorithms.engine.models import MLR  # noqa: E402
 from algorithms.engine.runner import History, _play_round, evaluation_entry  # noqa: E402
+from paper_figures.units import format_bytes, peak_rss_bytes  # noqa: E402
 from synthetic import fedprox  # noqa: E402
-
-
-def peak_rss_gb() -> float:
-    """Peak resident memory of this process so far (Linux ``ru_maxrss`` is in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
 def hyperparameters(pairs: list[str]) -> dict:
@@ -69,6 +70,8 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="another hyper-parameter of the algorithm (e.g. "
                              "train_clients=sampled); repeatable")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="also write the rows and conditions as JSON (peak RSS in bytes)")
     args = parser.parse_args(argv)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -91,11 +94,13 @@ def _bench(args) -> int:
                                         **hyperparameters(args.set))
     state = alg.init(fed, model, 0)
     history = History({})
-    print(f"{args.algorithm} {' '.join(args.set)}, Synthetic(0.5,0.5), MLR, N={n}, "
-          f"S={args.clients_per_round}, "
-          f"max client size {cap}, 1 torch thread, float32, cpu; {started:%Y-%m-%d %H:%M} UTC; "
-          f"data built in {built:.1f} s; {os.cpu_count()} CPUs, torch {torch.__version__}")
-    print("| round | load 1m | train s | (draws s) | eval s | other s | total s | peak RSS GB |")
+    title = (f"{args.algorithm} {' '.join(args.set)}, Synthetic(0.5,0.5), MLR, N={n}, "
+             f"S={args.clients_per_round}, max client size {cap}, 1 torch thread, float32, "
+             f"cpu; data built in {built:.1f} s")
+    print(f"{title}; {started:%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, "
+          f"torch {torch.__version__}")
+    rows: list[dict] = []
+    print("| round | load 1m | train s | (draws s) | eval s | other s | total s | peak RSS GiB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as out:
         for _ in range(args.rounds):
@@ -112,11 +117,28 @@ def _bench(args) -> int:
             if evaluated:
                 history.save_last(out)
             e = time.perf_counter()
+            rows.append({"round": state.round, "load": round(load, 2), "train_s": c - b,
+                         "draws_s": b - a, "eval_s": d - c, "other_s": e - d,
+                         "total_s": e - b, "peak_rss_bytes": peak_rss_bytes()})
             print(f"| {state.round} | {load:.2f} | {c - b:.3f} | {b - a:.3f} | "
-                  f"{d - c:.3f} | {e - d:.3f} | {e - b:.3f} | {peak_rss_gb():.2f} |", flush=True)
+                  f"{d - c:.3f} | {e - d:.3f} | {e - b:.3f} | "
+                  f"{peak_rss_bytes() / 2 ** 30:.2f} |", flush=True)
     print(f"load average (1 min) at the end {os.getloadavg()[0]:.2f}; "
-          f"peak RSS {peak_rss_gb():.2f} GB")
+          f"peak RSS {format_bytes(peak_rss_bytes())}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"environment": {
+            "date": f"{started:%Y-%m-%d %H:%M} UTC", "commit": _commit(),
+            "machine": f"{os.cpu_count()} CPUs, torch {torch.__version__}, 1 torch thread",
+            "load": f"{os.getloadavg()[0]:.2f} at the end"},
+            "setting": title, "rows": rows}, indent=2) + "\n")
     return 0
+
+
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parents[1])
+    return out.stdout.strip() or "?"
 
 
 if __name__ == "__main__":

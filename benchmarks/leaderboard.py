@@ -27,12 +27,15 @@ round (wall time of the run / T, evaluation included), and whether the headline 
 than Local on that setting (mean last-round accuracy above Local's by more than the two
 standard errors combined; ``no better than Local`` otherwise).
 
-Writes ``OUT/leaderboard.csv`` (numeric), ``OUT/leaderboard.md`` (the tables of
+Writes ``OUT/leaderboard.csv`` (numeric), ``OUT/leaderboard.json`` (date, commit, machine,
+load, N, T, seeds, refused runs), ``OUT/leaderboard.md`` (the tables of
 docs/benchmark.md) and ``OUT/leaderboard.png`` (per setting, the headline accuracies ranked,
 with ± sd error bars, last and best).
 
 Usage: ``python benchmarks/leaderboard.py --out runs/leaderboard [--clients 20] [--rounds 50]
-[--seeds 3] [--settings synthetic ...] [--algorithms fedavg pfedme ...]``.
+[--seeds 3] [--settings synthetic ...] [--algorithms fedavg pfedme ...] [--publish]``;
+``--publish`` also copies the CSV and JSON to ``benchmarks/results/``, from which the
+documentation's benchmark page is generated.
 """
 
 from __future__ import annotations
@@ -42,12 +45,20 @@ import contextlib
 import csv
 import io
 import datetime
+import json
 import math
 import os
+import platform
+import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+
+from paper_figures.leaderboard_table import (  # noqa: E402
+    beats as _beats, judge_against_local, markdown)
 
 SETTINGS = {
     "synthetic": {"data": "synthetic", "max_client_size": 200},
@@ -110,54 +121,10 @@ def summarise(setting: str, sweep_dir: Path) -> list[dict]:
     return rows
 
 
-def judge_against_local(rows: list[dict]) -> list[dict]:
-    """Mark every row of a setting with whether its mean beats Local's (:func:`_beats`)."""
-    for setting in dict.fromkeys(r["setting"] for r in rows):
-        part = [r for r in rows if r["setting"] == setting]
-        local = next((r for r in part if r["algorithm"] == "local" and r["headline"]), None)
-        for r in part:
-            r["beats_local"] = None if local is None or r["algorithm"] == "local" else \
-                _beats(r, local)
-    return rows
-
-
-def _beats(r: dict, local: dict) -> bool | None:
-    if not (r["n"] and local["n"]) or not math.isfinite(r["last_mean"]):
-        return None
-    se = math.sqrt(sum((x["last_sd"] if math.isfinite(x["last_sd"]) else 0.0) ** 2 / x["n"]
-                       for x in (r, local)))
-    return r["last_mean"] > local["last_mean"] + 2 * se
-
-
-def _pm(mean: float, sd: float, n: int) -> str:
-    if not n or not math.isfinite(mean):
-        return "–"
-    return f"{mean:.4f} ± {sd:.4f}" if n > 1 and math.isfinite(sd) else f"{mean:.4f}"
-
-
-def markdown(rows: list[dict], conditions: str) -> str:
-    out = [f"_{conditions}_", ""]
-    for setting in dict.fromkeys(r["setting"] for r in rows):
-        part = sorted((r for r in rows if r["setting"] == setting),
-                      key=lambda r: (not r["headline"], -(r["last_mean"] if
-                                                          math.isfinite(r["last_mean"]) else -1)))
-        out += [f"### {setting}", "",
-                "| rank | algorithm | model | last round | best round | s/round | vs Local |",
-                "|---|---|---|---|---|---|---|"]
-        rank = 0
-        for r in part:
-            if r["headline"]:
-                rank += 1
-            vs = {True: "better", False: "no better than Local", None: "—"}[r["beats_local"]]
-            spr = f"{r['seconds_per_round']:.3f}" if r["seconds_per_round"] is not None and \
-                math.isfinite(r["seconds_per_round"]) else "–"
-            out.append(f"| {rank if r['headline'] else ''} | {r['algorithm']} | {r['model']}"
-                       f"{' (headline)' if r['headline'] else ''} | "
-                       f"{_pm(r['last_mean'], r['last_sd'], r['n'])} | "
-                       f"{_pm(r['best_mean'], r['best_sd'], r['n'])} | {spr} | "
-                       f"{vs if r['headline'] else ''} |")
-        out.append("")
-    return "\n".join(out)
+def _commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "?"
 
 
 def figure(rows: list[dict], path: Path) -> Path:
@@ -202,6 +169,9 @@ def main(argv=None) -> int:
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--progress", action="store_true", help="per-run progress bars")
+    ap.add_argument("--publish", action="store_true",
+                    help=f"also copy leaderboard.csv/.json to {PUBLISHED.relative_to(ROOT)}/ "
+                         "(the docs' benchmark page: python -m paper_figures.docs_pages)")
     ap.add_argument("--device", default=None,
                     help="cpu or cuda[:K] for every run (default: as pflt run, cuda when "
                          "available)")
@@ -215,6 +185,7 @@ def main(argv=None) -> int:
     if "local" not in algorithms:
         algorithms = ["local", *algorithms]          # the reference every row is judged by
     args.out.mkdir(parents=True, exist_ok=True)
+    commit = _commit()                     # the code the runs use, not the one at the end
     rows, refused = [], []
     for setting in args.settings:
         for name in algorithms:
@@ -246,6 +217,16 @@ def main(argv=None) -> int:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["setting"])
         writer.writeheader()
         writer.writerows(rows)
+    environment = {"date": stamp, "commit": commit,
+                   "machine": f"{os.cpu_count()} CPU cores, {platform.machine()}",
+                   "load": f"{os.getloadavg()[0]:.1f}"}
+    (args.out / "leaderboard.json").write_text(json.dumps(
+        {"environment": environment, "clients": args.clients, "rounds": args.rounds,
+         "seeds": args.seeds, "refused": [list(r) for r in refused]}, indent=2) + "\n")
+    if args.publish:                         # the files the documentation's page is made from
+        PUBLISHED.mkdir(parents=True, exist_ok=True)
+        for name in ("leaderboard.csv", "leaderboard.json"):
+            (PUBLISHED / name).write_text((args.out / name).read_text())
     text = markdown(rows, conditions)
     if refused:
         text += "\n### Refused (the algorithm's own check stopped the run)\n\n" + "\n".join(

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from paper_figures._io import RESULTS_ENV_VAR, find_verify_results, write_csv
+from paper_figures._style import save_figure, shown_path  # noqa: E402
 
 ENV_VAR = RESULTS_ENV_VAR
 KINDS = ("bound", "envelope", "worst_case")
@@ -187,10 +188,11 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
                         f"{source}: no bound/envelope results with grid data",
                         ha="left", va="center", fontsize=8, transform=axes[0, 0].transAxes)
     else:
-        fig.suptitle(f"bound (blue) vs measurement (orange) — {source}", fontsize=9)
-    # leave room at the top for the suptitle (one row is 3.2 in tall)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (3.2 * nrows)))
+        fig.suptitle(f"bound (blue) vs measurement (orange) — {shown_path(source)}",
+                     fontsize=9)
+    # leave room at the top for the suptitle above two-line panel titles (a row is 3.2 in)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / (3.2 * nrows)))
     png_path = out_dir / "bound_tightness.png"
-    fig.savefig(png_path, dpi=110)
+    save_figure(fig, png_path, dpi=110)
     plt.close(fig)
     return [png_path, csv_path]

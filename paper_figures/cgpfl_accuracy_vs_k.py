@@ -8,6 +8,8 @@ Writes ``cgpfl_accuracy_vs_k.png`` / ``.csv``.
 
 from __future__ import annotations
 
+from paper_figures._style import save_figure  # noqa: E402
+
 import csv
 from pathlib import Path
 
@@ -34,8 +36,11 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.plot(ks, [r["personalized"] for r in rows], "o-", label="personalized θ̃_i")
     ax.plot(ks, [r["context"] for r in rows], "s-", label="context ω_k(i)")
-    ax.axvline(res["k_hat"], color="g", ls="--", label=f"K̂ = {res['k_hat']}")
-    ax.axvline(res["k0"], color="k", ls=":", label=f"K₀ = {res['k0']}")
+    if res["k_hat"] == res["k0"]:          # one line, not two drawn over each other
+        ax.axvline(res["k0"], color="g", ls="--", lw=2, label=f"K̂ = K₀ = {res['k0']}")
+    else:
+        ax.axvline(res["k_hat"], color="g", ls="--", label=f"K̂ = {res['k_hat']}")
+        ax.axvline(res["k0"], color="k", ls=":", label=f"K₀ = {res['k0']}")
     ax.set(xlabel="K", ylabel="test accuracy")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # K is a count: no 2.5
     ax2 = ax.twinx()
@@ -43,9 +48,11 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     ax2.set_ylabel("e(K)", color="r")
     best = max(rows, key=lambda r: r["personalized"])["K"]
     ax.set_title(f"CGPFL accuracy vs K (best personalized at K = {best}, K̂ = {res['k_hat']})")
-    ax.legend(loc="lower right", fontsize=8)
+    lines = ax.get_legend_handles_labels()
+    more = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower right", fontsize=8)
     fig.tight_layout()
     png = out_dir / "cgpfl_accuracy_vs_k.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [png, csv_path]

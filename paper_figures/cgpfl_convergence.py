@@ -19,6 +19,8 @@ the bound checks).  Writes ``cgpfl_convergence.png`` / ``.csv``.
 
 from __future__ import annotations
 
+from paper_figures._style import save_figure  # noqa: E402
+
 import csv
 from pathlib import Path
 
@@ -107,6 +109,6 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
                  f"(constant step) — {verdict}: {detail}", fontsize=9)
     fig.tight_layout()
     png = out_dir / "cgpfl_convergence.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [png, csv_path]

@@ -7,6 +7,8 @@ shows the band of μ in which the heuristic works.  Writes ``cgpfl_select_k.png`
 
 from __future__ import annotations
 
+from paper_figures._style import save_figure  # noqa: E402
+
 import csv
 from pathlib import Path
 
@@ -53,6 +55,6 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
           title="the heuristic works only in a band of μ")
     fig.tight_layout()
     png = out_dir / "cgpfl_select_k.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [png, csv_path]

@@ -31,6 +31,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
+from paper_figures._style import save_figure  # noqa: E402
 from verification.experiments import pfedme_quadratic as ex  # noqa: E402
 from verification.estimators.fitting import fit_loglog  # noqa: E402
 
@@ -53,7 +54,7 @@ SIZES = {
 
 def _save(fig, path: pathlib.Path) -> pathlib.Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 

@@ -10,6 +10,8 @@ run, not a reproduction); full: the paper's data and T = 600 with ``FULL_SEEDS``
 
 from __future__ import annotations
 
+from paper_figures._style import save_figure  # noqa: E402
+
 import csv
 import pathlib
 from typing import Any
@@ -97,8 +99,7 @@ def write_outputs(results: dict[str, dict[str, Any]], out_dir, *, note: str = ""
                + ("" if comparable else ": NOT comparable"))
         ax.set_xticks(x, [k.replace(" (code's 'PM')", "\n(code 'PM')") for k in labels],
                       rotation=30, ha="right", fontsize=8)
-        lo = np.nanmin(np.concatenate([paper, ours]))
-        ax.set_ylim(max(0.0, lo - 10), 100)
+        ax.set_ylim(0, 100)        # a bar's length is its value: the axis starts at 0
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"Synthetic(0.5,0.5), {model.upper()}")
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -107,7 +108,7 @@ def write_outputs(results: dict[str, dict[str, Any]], out_dir, *, note: str = ""
         fig.suptitle(note, fontsize=9, color="firebrick")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     png = out / "table1.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [md, path_csv, png]
 

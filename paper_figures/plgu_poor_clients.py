@@ -4,7 +4,7 @@ poorest clients on a label-skewed federation?
 PLGU — Qu et al., *How to Prevent the Poor Performance Clients for Personalized Federated
 Learning?* (CVPR 2023); docs/formulas.md §D.5–D.9.  The setting (data, model, methods and
 their hyper-parameters) is :mod:`verification.experiments.plgu`'s.
-Quick: N = 50, 40 rounds, one seed, D ∈ {0, 2, 4}; full: N = 100, 120 rounds, 3 seeds, D ∈ {0..4}.
+Quick: N = 40, 20 rounds, one seed, D ∈ {0, 2, 4}; full: N = 100, 120 rounds, 3 seeds, D ∈ {0..4}.
 
 Writes
 * ``plgu_client_ecdf.png/.csv`` — ECDF of the final per-client test accuracy of FedAvg,
@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
+from paper_figures._style import save_figure  # noqa: E402
 from verification.experiments.plgu import (  # noqa: E402,F401
     CAP, CLASSES, COMMON, DIM, METHODS, MLP, client_accuracy, federation, stats)
 
@@ -37,7 +38,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     torch.set_num_threads(1)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    n_clients, rounds, seeds = (50, 40, [seed]) if quick else (100, 120, [seed, seed + 1, seed + 2])
+    n_clients, rounds, seeds = (40, 20, [seed]) if quick else (100, 120, [seed, seed + 1, seed + 2])
     results = {label: [] for label, *_ in METHODS}
     d_values = [0, 2, 4] if quick else [0, 1, 2, 3, 4]
     d_results = {d: [] for d in d_values}
@@ -74,7 +75,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     fig.tight_layout()
     files += [out / "plgu_client_ecdf.png", write_csv(out / "plgu_client_ecdf.csv",
                                                  ["method", "accuracy", "ecdf"], ecdf_rows)]
-    fig.savefig(files[0], dpi=120)
+    save_figure(fig, files[0], dpi=120)
     plt.close(fig)
     # table: mean ± sd over seeds of (average, lowest 5%, top 5%)
     rows, md = [], ["| method | average | lowest 5% | top 5% |", "|---|---|---|---|"]
@@ -106,7 +107,7 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[pathlib.Path]:
     fig.tight_layout()
     files += [out / "plgu_effect_of_D.png", write_csv(out / "plgu_effect_of_D.csv",
                                                  ["model", "D", "average", "lowest5", "top5"], d_rows)]
-    fig.savefig(files[-2], dpi=120)
+    save_figure(fig, files[-2], dpi=120)
     plt.close(fig)
     return files
 

@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 
 from algorithms.methods.ppfe.ppfe_linear import compare_methods  # noqa: E402
 from paper_figures._io import write_csv  # noqa: E402
+from paper_figures._style import save_figure  # noqa: E402
 from pfl_theory.ppfe_bounds import corollary2_terms, kappa0_from_ingredients, select_stages  # noqa: E402
 from synthetic.linear import make_linear_federation  # noqa: E402
 
@@ -76,7 +77,7 @@ def _run(num_clients: int, alpha, reps: int, seed: int, n_test: int, dim: int, n
     return out
 
 
-def _errorbar_plot(path, xs, res, xlabel, xticks=None, joined=None):
+def _errorbar_plot(path, xs, res, xlabel, xticks=None, joined=None, title=""):
     """Mean ± sd per method; only the first ``joined`` points (default all) are joined by
     lines — the others are categories (α_i ~ U(0, 1)), drawn as markers apart."""
     fig, ax = plt.subplots(figsize=(5, 3.6))
@@ -97,9 +98,10 @@ def _errorbar_plot(path, xs, res, xlabel, xticks=None, joined=None):
     ax.set_yscale("log")
     if xticks is not None:
         ax.set_xticks(xs, xticks)
+    ax.set_title(title, fontsize=9)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -134,7 +136,7 @@ def _gap_figure(out: pathlib.Path, ns, res_n, *, dim: int, n: int) -> list[pathl
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out / "ppfe_gap_vs_n.png"
-    fig.savefig(png, dpi=110)
+    save_figure(fig, png, dpi=110)
     plt.close(fig)
     return [csv_path, png]
 
@@ -156,7 +158,9 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     paths.append(write_csv(out / "ppfe_mse_vs_n.csv", ["N", "method", "mean_mse", "std_mse"],
                             [[k, m, r[m].mean(), r[m].std()] for k, r in zip(ns, res_n)
                              for m in METHODS]))
-    paths.append(_errorbar_plot(out / "ppfe_mse_vs_n.png", ns, res_n, "number of clients N (α = 0.5)"))
+    paths.append(_errorbar_plot(out / "ppfe_mse_vs_n.png", ns, res_n,
+                                "number of clients N (α = 0.5)",
+                                title="PPFE (linear generator): test MSE vs N, mean ± sd"))
 
     paths += _gap_figure(out, ns, res_n, dim=dim, n=n)
 
@@ -168,7 +172,8 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
                              for m in METHODS]))
     paths.append(_errorbar_plot(out / "ppfe_mse_vs_alpha.png", list(range(len(settings))), res_a,
                                 f"personalization ratio α (N = {n_alpha})", labels,
-                                joined=len(alphas)))
+                                joined=len(alphas),
+                                title="PPFE (linear generator): test MSE vs α, mean ± sd"))
 
     # stage-wise error (α = 0.5, largest N) and the bias–variance bound curve
     stages = res_n[-1]["stages"].mean(axis=0)
@@ -187,6 +192,7 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     a1.set_xlabel("stages in the ensemble T")
     a1.set_ylabel(f"PPFE test MSE (N = {ns[-1]}, α = 0.5)")
     a1.set_xticks(ts)
+    a1.set_title("PPFE: test MSE per number of stages", fontsize=9)
     a2.plot(sel.ts, sel.bias, "--", label="bias e^{-2γ²T}")
     a2.plot(sel.ts, sel.variance, ":", label="variance κ₀√(T/n)")
     a2.plot(sel.ts, sel.bound, "-", label="bound")
@@ -195,7 +201,7 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
     a2.set_xlabel("T")
     a2.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "ppfe_stages.png", dpi=110)
+    save_figure(fig, out / "ppfe_stages.png", dpi=110)
     plt.close(fig)
     paths.append(out / "ppfe_stages.png")
 
@@ -211,9 +217,11 @@ def make(out_dir: pathlib.Path, *, quick: bool = False, seed: int = 0) -> list[p
         ax.loglog(n_grid, [t[nm] for t in terms], marker=".", label=nm)
     ax.set_xlabel("number of clients N")
     ax.set_ylabel("Corollary 2 term (constants 1)")
+    ax.set_title("PPFE Corollary 2: bound terms vs N\n(width 100, depth 3, T = 4, n = 150)",
+                 fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "ppfe_bound_terms.png", dpi=110)
+    save_figure(fig, out / "ppfe_bound_terms.png", dpi=110)
     plt.close(fig)
     paths.append(out / "ppfe_bound_terms.png")
     return paths

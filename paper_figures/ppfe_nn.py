@@ -17,6 +17,8 @@ boosting terms).
 
 from __future__ import annotations
 
+from paper_figures._style import save_figure  # noqa: E402
+
 import csv
 from pathlib import Path
 
@@ -66,7 +68,7 @@ def _gap_figure(out: Path, gaps: list[dict]) -> list[Path]:
     a2.legend(fontsize=8)
     fig.tight_layout()
     png = out / "ppfe_nn_gap.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [png, csv_path]
 
@@ -95,6 +97,8 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
         ax1.plot([r["round"] for r in sel], [r["accuracy"] for r in sel], label=method, **style)
         if method != "local":
             ax2.plot([r["comm_params"] for r in sel], [r["accuracy"] for r in sel], label=method, **style)
+        else:       # nothing communicated: no point on a log axis, but said in the legend
+            ax2.plot([], [], label="local (communicates nothing: not drawn)", **style)
     for end in ends[:-1]:
         ax1.axvline(end, color="grey", ls=":", lw=0.8)
     ax1.set(xlabel="communication round", ylabel="test accuracy (sample-weighted)",
@@ -105,6 +109,6 @@ def make(out_dir, *, quick: bool = False, seed: int = 0) -> list[Path]:
     ax2.legend(fontsize=7)
     fig.tight_layout()
     png = out / "ppfe_nn.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [png, csv_path] + _gap_figure(out, gap_rows(rows, ends, quick=quick, seed=seed))

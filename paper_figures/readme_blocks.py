@@ -9,7 +9,7 @@ block           result file (committed, small)
 ``quickstart``  ``benchmarks/results/quickstart_times.json`` (``benchmarks/quickstart_times.py``)
 ``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
                 written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
-``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs: one row per cell)
+``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs, paper_figures/real_data_status.py)
 ==============  ==========================================================================
 
 Each block states the date, commit and machine of its result. A block whose file is absent
@@ -20,7 +20,6 @@ says which command writes it. ``python -m paper_figures.readme_blocks`` rewrites
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
@@ -33,6 +32,13 @@ VERDICTS = ROOT / "docs" / "results" / "verify_quick.json"
 RESULTS = ROOT / "paper_figures" / "results"
 BLOCK = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n)(.*?)(<!-- END generated:\2 -->)", re.S)
 ORDER = ("HOLDS", "FAILS", "VACUOUS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR")
+#: what a verdict rests on, in the order the block shows them
+BASES = ("claims against measurements", "code equals our reading", "other")
+BASIS_NOTE = {"claims against measurements": "bound, envelope, inequality, rate, worst case",
+              "code equals our reading": "identity checks: the code against a second writing "
+                                         "of our own reading (docs/formulas.md) — regression "
+                                         "checks, not the papers",
+              "other": "selection, ordering"}
 
 
 def _conditions(env: dict) -> str:
@@ -43,15 +49,28 @@ def _conditions(env: dict) -> str:
 
 
 def digest(results: dict, *, commit: str, machine: str) -> dict:
-    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper."""
+    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper, and
+    per basis — what a verdict rests on (:func:`verification.core.sensitivity.basis_of`:
+    claims against measurements, code equals our reading (identity checks), other) — and
+    each check's id, paper, kind, verdict, seeds holding and seconds (the docs' findings page,
+    :mod:`paper_figures.docs_pages`)."""
+    from verification.core.sensitivity import basis_of
+
     per_paper: dict[str, Counter] = defaultdict(Counter)
+    per_basis: dict[str, Counter] = defaultdict(Counter)
     for chk in results["checks"]:
         per_paper[chk["paper"].split(" (")[0]][chk["verdict"]] += 1
+        if "kind" in chk:
+            per_basis[basis_of(chk["kind"])][chk["verdict"]] += 1
     env = results.get("environment", {})
     return {"environment": {"date": str(env.get("time", env.get("date", "?")))[:16],
                             "commit": commit, "machine": machine},
             "size": results.get("size"), "total": len(results["checks"]),
-            "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())}}
+            "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())},
+            "per_basis": {b: dict(per_basis[b]) for b in BASES if b in per_basis},
+            "checks": [{k: chk.get(k) for k in ("id", "paper", "kind", "verdict",
+                                                "seeds_holding", "n_seeds", "seconds")}
+                       for chk in results["checks"]]}
 
 
 def quickstart_block(data: dict | None) -> str:
@@ -80,28 +99,23 @@ def verdicts_block(data: dict | None) -> str:
     for paper, counts in data["per_paper"].items():
         lines.append(f"| {paper} | {sum(counts.values())} | "
                      + " | ".join(str(counts.get(v, 0)) for v in seen) + " |")
+    if data.get("per_basis"):
+        lines += ["", "| what the verdicts rest on | checks | " + " | ".join(seen) + " |",
+                  "|---|---|" + "---|" * len(seen)]
+        for basis, counts in data["per_basis"].items():
+            lines.append(f"| {basis} ({BASIS_NOTE.get(basis, '')}) | {sum(counts.values())} | "
+                         + " | ".join(str(counts.get(v, 0)) for v in seen) + " |")
     lines += ["", f"`pflt verify --{data['size']}`, {data['total']} checks: "
               f"{_conditions(data['environment'])}.", ""]
     return "\n".join(lines)
 
 
 def real_data_block(results_dir: Path) -> str:
-    rows = []
-    for path in sorted(results_dir.glob("*.csv")):
-        with path.open(newline="") as fh:
-            cells = list(csv.DictReader(fh))
-        if not cells or "method" not in cells[0]:
-            continue
-        methods = sorted({c["method"] for c in cells})
-        seeds = sorted({c.get("seed", "") for c in cells})
-        values = [float(c["value"]) for c in cells if c.get("value") not in (None, "")]
-        rows.append(f"| `{path.stem}` | {len(cells)} | {len(methods)} | {len(seeds)} | "
-                    f"{min(values):.4f} … {max(values):.4f} |" if values else
-                    f"| `{path.stem}` | {len(cells)} | {len(methods)} | {len(seeds)} | – |")
-    if not rows:
-        return "(no reproduction results yet: see docs/reproduction.md)\n"
-    return "\n".join(["| result file | cells | methods | seeds | values (range) |",
-                      "|---|---|---|---|---|", *rows, ""])
+    """The papers' real-data tables: paper, table, column, status (measured / partial / not
+    run here, from the reproduction CSVs) and command (:mod:`paper_figures.real_data_status`)."""
+    from paper_figures.real_data_status import table
+
+    return table(results_dir)
 
 
 def _load(path: Path) -> dict | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from paper_figures._io import write_csv
+from paper_figures._style import save_figure  # noqa: E402
 from verification.selection import k_benchmark as sk
 from verification.selection import k_cases as skc
 from verification.selection import stages_linear as ss
@@ -97,6 +98,6 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.tight_layout()
     png = out_dir / "selection.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)
     plt.close(fig)
     return [png, csv_path]

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from paper_figures._io import RESULTS_ENV_VAR, find_verify_results
+from paper_figures._style import save_figure, shown_path  # noqa: E402
 
 ENV_VAR = RESULTS_ENV_VAR
-VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS")
+VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "NOT RUN")
 COLORS = {"HOLDS": "#2e7d32", "VACUOUS": "#c0ca33", "FAILS": "#ef6c00", "ERRATUM": "#6a1b9a",
-          "INCONCLUSIVE": "#90a4ae", "ERROR": "#c62828"}
+          "INCONCLUSIVE": "#90a4ae", "ERROR": "#c62828", "NOT RUN": "#e0e0e0"}
 NO_RESULTS = ("no `pflt verify` results given — nothing to summarise.\n"
               "Run `pflt verify --quick --out verify_out`, then\n"
               "`pflt figures --only verification_summary --verify-results verify_out`.")
@@ -107,11 +108,12 @@ def make(out_dir: Path, *, quick: bool = False, seed: int = 0) -> list[Path]:
     if source is not None:
         counts = ", ".join(f"{total[v]} {v}" for v in VERDICTS if total[v])
         ax.set_title(f"pflt verify ({meta['size']}, {len(meta['seeds'])} seed(s), "
-                     f"{meta['time']}): {counts or 'no checks'}\nfrom {source}", fontsize=9)
+                     f"{meta['time']}): {counts or 'no checks'}\nfrom {shown_path(source)}",
+                     fontsize=9)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
     png_path = out_dir / "verification_summary.png"
-    fig.savefig(png_path, dpi=120)
+    save_figure(fig, png_path, dpi=120)
     plt.close(fig)
     return [png_path, csv_path]

@@ -35,6 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from paper_figures._io import write_csv  # noqa: E402
+from paper_figures._style import save_figure  # noqa: E402
 from pfl_theory import pfedme  # noqa: E402
 from verification.worst_case import cgpfl as W  # noqa: E402
 from verification.worst_case import instances  # noqa: E402
@@ -51,7 +52,7 @@ THM1 = {"clients": 2, "local_rounds": 2, "lam": 1.0, "mu": 0.5, "L": 1.0, "sigma
 
 def _save(fig, path: pathlib.Path) -> pathlib.Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 

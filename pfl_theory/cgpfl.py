@@ -32,6 +32,7 @@ from pfl_theory.cgpfl_matrices import (assignment_matrix, global_aggregation,  #
 from pfl_theory.kmeans import KMeansResult
 from pfl_theory.validation import (finite_array, in_open_unit, in_range, nonnegative, positive,
                                    positive_int)
+from pfl_theory.validation import guard_public_functions
 
 ICLR_ORDER = ("confidence_term", "complexity_term", "discrepancy_term", "personalization_term")
 IJCAI_ORDER = ("confidence_term", "complexity_term", "personalization_term", "discrepancy_term")
@@ -294,6 +295,8 @@ def e_of_k(ks: Any, costs: Any, *, mu: float, m: float, d: int) -> np.ndarray:
     """
     mu = nonnegative("mu", mu)
     c = finite_array("costs", costs, ndim=1)
+    if c.size == 0:
+        raise ValueError("e_of_k needs at least one K (ks and costs are empty)")
     if np.any(c < 0) or c.shape != np.shape(ks):
         raise ValueError("costs must be non-negative and have the same length as ks")
     return complexity_term(ks, m=m, d=d) + mu * c
@@ -380,3 +383,7 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
     e = comp + weight * rel
     return SelectKResult(int(ks[np.argmin(e)]), ks, e, costs, comp, path.clusterings, rel,
                          float(mu_units), rule, float(path.scale), path)
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

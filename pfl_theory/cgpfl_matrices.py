@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from pfl_theory.validation import in_range, positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["assignment_matrix", "indicator_matrix", "transition_matrix",
            "global_aggregation", "zero_cross_term"]
@@ -118,3 +119,7 @@ def zero_cross_term(v: Any, q: Any) -> float:
     if q.shape != (v.shape[1], v.shape[1]):
         raise ValueError(f"q must be [K, K] with K = len(v) = {v.shape[1]}, got {q.shape}")
     return float((v @ (q - np.eye(q.shape[0]))).sum())
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

@@ -26,6 +26,7 @@ import numpy as np
 
 from pfl_theory.kmeans import KMeansResult, kmeans, lloyd
 from pfl_theory.validation import finite_array, positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["Normalised", "normalise_models", "ClusterPath", "cluster_path", "bic_curve"]
 
@@ -130,3 +131,7 @@ def bic_curve(path: ClusterPath, *, dim: int) -> np.ndarray:
             - 0.5 * d * (n - k)
         out[i] = -2.0 * loglik + (k * d + k) * np.log(n)
     return out
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

@@ -34,6 +34,7 @@ import numpy as np
 
 from pfl_theory.pfedme import gradient_diversity
 from pfl_theory.validation import finite_array, nonnegative, positive, positive_int
+from pfl_theory.validation import guard_public_functions
 
 
 @dataclass(frozen=True)
@@ -236,3 +237,7 @@ def smallest_b(loss_range: float, disagreement: float) -> float:
     B = (max_H L_D − min_H L_D)/λ_H(D).  Note B·λ_H(D) is then exactly the loss range, so
     the theorem's term 2Bλ_H(D_i) alone is twice what any h ∈ H trivially guarantees."""
     return nonnegative("loss_range", loss_range) / positive("disagreement", disagreement)
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

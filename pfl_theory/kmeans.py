@@ -49,6 +49,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from pfl_theory.validation import NonFiniteValueError, positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["KMeansResult", "kmeans", "lloyd", "match_clusters", "align_result", "inertia"]
 
@@ -382,3 +383,7 @@ def align_result(result: KMeansResult, old_centers: Any) -> KMeansResult:
         perm_t = torch.as_tensor(perm, device=result.centers.device)
         return replace(result, labels=inv_t[result.labels], centers=result.centers[perm_t])
     return replace(result, labels=inv[result.labels], centers=result.centers[perm])
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

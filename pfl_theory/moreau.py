@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from pfl_theory.validation import NonFiniteValueError, nonnegative, positive, positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = [
     "Envelope", "MoreauConstants", "quadratic_value", "quadratic_prox",
@@ -332,3 +333,7 @@ def moreau_constants(*, lam: float, mu: float = 0.0, L: float | None = None,
         raise ValueError(f"mu_F = lam*mu/(lam+mu) or kappa_F = 1 + lam/mu leaves float64 "
                          f"for lam={lam!r}, mu={mu!r}")
     return MoreauConstants(L_F=lam, mu_F=mu_F, kappa_F=kappa_F)
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

@@ -30,6 +30,7 @@ import numpy as np
 import sympy as sp
 
 from pfl_theory.validation import finite_array, nonnegative, positive, positive_int
+from pfl_theory.validation import guard_public_functions
 
 # Positive symbols shared with pfl_theory.rates (same name + assumptions => equal symbols).
 SYMBOLS = {name: sp.Symbol(name, positive=True) for name in (
@@ -339,3 +340,7 @@ def corollary2_choice(*, N: int, R: int) -> tuple[float, float]:
     i.e. T = (NR)². Returns ``(beta, T)``."""
     n, r = positive_int("N", N), positive_int("R", R)
     return n ** 0.5 * r ** 0.25, float((n * r) ** 2)
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

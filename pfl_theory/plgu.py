@@ -47,6 +47,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pfl_theory.validation import finite_array, positive_int
+from pfl_theory.validation import guard_public_functions
 
 
 @dataclass(frozen=True)
@@ -312,3 +313,7 @@ def empirical_rademacher_linear(x: Any, *, M: float, n_draws: int, seed: int) ->
     eps = rng.choice(np.array([-1.0, 1.0]), size=(n_draws, x.shape[0]))
     vals = M / x.shape[0] * np.linalg.norm(eps @ x, axis=1)
     return float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(n_draws))
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

@@ -15,8 +15,8 @@ installed package is edited.  A plugin is found three ways, all loaded by the re
   distributions (``[project.entry-points."pfl_theory.algorithms"] my = "my_pkg.algos"`` in
   the plugin's own ``pyproject.toml``): each entry point's module is imported.
 
-A plugin that cannot be imported (missing module or file, a syntax error, an exception at
-import, a name registered twice) raises :class:`PluginError`, a ``ValueError`` whose message
+A plugin that cannot be imported (missing module or file, a syntax error, an exception or
+a ``sys.exit`` at import, a name registered twice — a check id of a built-in check too) raises :class:`PluginError`, a ``ValueError`` whose message
 is one line naming the plugin — ``pflt`` prints it as ``pflt <command>: error: …``.
 docs/extending.md walks through writing one.
 """
@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, TracebackType
 
 #: the environment variable naming plugin modules / files
 ENV = "PFLT_PLUGINS"
@@ -111,12 +111,41 @@ def load_plugin(spec: str) -> ModuleType:
         return _LOADED[spec]
     try:
         module = _import_path(spec) if _is_path(spec) else importlib.import_module(spec)
-    except Exception as exc:
-        reason = " ".join((str(exc) or type(exc).__name__).split())
-        raise PluginError(f"plugin {spec!r} could not be loaded: {type(exc).__name__}: "
-                          f"{reason} (named by --plugin or {ENV})") from exc
+    except (Exception, SystemExit) as exc:     # sys.exit at import: not the command's exit
+        raise PluginError(f"plugin {spec!r} could not be loaded: {_reason(exc)} (named by "
+                          f"--plugin or {ENV})") from exc
     _LOADED[spec] = module
     return module
+
+
+def _reason(exc: BaseException) -> str:
+    """``Type: message`` on one line; ``sys.exit(code) at import`` for a ``SystemExit``."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) while being imported"
+    reason = " ".join((str(exc) or type(exc).__name__).split())
+    return f"{type(exc).__name__}: {reason}"
+
+
+def plugin_frame(tb: TracebackType | None) -> tuple[str, str, int, str] | None:
+    """``(spec, file, line, function)`` of the innermost frame of the traceback ``tb`` that
+    runs code of a loaded plugin (its file, or a file inside its package directory), else
+    ``None``: what ``pflt`` names in the one-line header it prints above the traceback of
+    a plugin's own exception."""
+    roots = []
+    for spec, module in _LOADED.items():
+        file = getattr(module, "__file__", None)
+        if file:
+            path = Path(file).resolve()
+            roots.append((spec, path.parent if path.name == "__init__.py" else path))
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        file = Path(code.co_filename).resolve()
+        for spec, root in roots:
+            if file == root or root in file.parents:
+                found = (spec, str(file), tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
 
 
 def load_entry_points() -> list[str]:
@@ -133,12 +162,10 @@ def load_entry_points() -> list[str]:
         for ep in entry_points(group=group):
             try:
                 ep.load()
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 _ENTRY_POINTS_LOADED = False
-                reason = " ".join((str(exc) or type(exc).__name__).split())
                 raise PluginError(f"plugin entry point {ep.name!r} = {ep.value!r} (group "
-                                  f"{group}) could not be loaded: {type(exc).__name__}: "
-                                  f"{reason}") from exc
+                                  f"{group}) could not be loaded: {_reason(exc)}") from exc
             names.append(f"{group}:{ep.name}")
     return names
 

@@ -22,6 +22,7 @@ import math
 import torch
 
 from pfl_theory.validation import positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["uniform_weights", "weighted_error", "reweight", "ensemble_coefficients",
            "final_ensemble", "fit_stumps", "adaboost_stumps"]
@@ -173,3 +174,7 @@ def adaboost_stumps(x: torch.Tensor, y: torch.Tensor, *, num_rounds: int) -> dic
         train.append((torch.sign(margin) != y).to(x.dtype).mean(dim=1))
     return {"errors": torch.stack(errs), "alphas": torch.stack(alphas),
             "train_error": torch.stack(train)}
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

@@ -19,6 +19,7 @@ from scipy import optimize
 
 from pfl_theory.ppfe_covering import fc_parameter_count, harmonic_mean_size
 from pfl_theory.validation import in_open_unit, in_range, positive, positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["stage_parameter_counts", "theorem7_terms", "s_t", "corollary2_terms",
            "KAPPA_MIN", "U_DAGGER", "KAPPA_DAGGER", "Lemma9Result", "lemma9_minimize",
@@ -264,3 +265,7 @@ def select_stages(*, gamma: float, kappa0: float, n: float, t_max: int) -> Stage
     t_star = min(sorted(cands), key=lambda t: bound[t - 1])
     return StageSelection(int(t_star), float(t_cont), res.interior, b_prime, res.kappa, ts,
                           bias, var, bound)
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

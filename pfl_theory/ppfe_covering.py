@@ -18,6 +18,7 @@ import numpy as np
 from scipy import optimize
 
 from pfl_theory.validation import in_open_unit, nonnegative, positive, positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["fc_parameter_count", "lemma4_log_constants", "lemma4_log_covering",
            "lemma5_composition", "lemma6_cover_radius", "lemma6_log_cover_size",
@@ -232,3 +233,7 @@ def union_bound_deviation(log_cover_fn: Callable[[float], float], *, sizes: Sequ
     res = optimize.minimize_scalar(bound, bounds=(lo, hi), method="bounded")
     best = min((vals[k], grid[k]), (float(res.fun), float(res.x)))
     return best[0], math.exp(best[1])
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

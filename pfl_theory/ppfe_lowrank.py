@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pfl_theory.validation import positive_int
+from pfl_theory.validation import guard_public_functions
 
 __all__ = ["low_rank_param_count", "low_rank_reduction_factor", "truncated_svd"]
 
@@ -54,3 +55,7 @@ def truncated_svd(weight: Any, rank: int) -> tuple[Any, Any]:
     u, s, vh = np.linalg.svd(w, full_matrices=False)
     w_r = (u[..., :, :r] * s[..., None, :r]) @ vh[..., :r, :]
     return w_r, (s[..., r:] ** 2).sum(axis=-1)
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

@@ -28,6 +28,7 @@ import sympy as sp
 
 from pfl_theory import pfedme
 from pfl_theory.validation import positive
+from pfl_theory.validation import guard_public_functions
 
 T, R, N = (pfedme.SYMBOLS[k] for k in ("T", "R", "N"))
 K = sp.Symbol("K", positive=True)
@@ -201,3 +202,7 @@ def corollary_derivations() -> list[RateDerivation]:
         out.append(corollary2_derivation(r_exp))
     out.append(corollary2_derivation(sp.Rational(1, 3), "variant N^(1/2) R^(1/2)"))
     return out
+
+
+# every public function above: an arithmetic error of its input is a one-line ValueError
+guard_public_functions(globals())

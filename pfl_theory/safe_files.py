@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import io
 import os
 import tempfile
@@ -90,6 +91,20 @@ class _FdWriter(io.RawIOBase):
         if not self.closed:
             os.close(self.fd)
         super().close()
+
+
+def remove_temporaries(path: str | Path) -> list[Path]:
+    """Remove the temporary files that an atomic write of ``path`` left behind when its
+    process was killed between creating and renaming them (``.<name>.*.tmp`` beside it,
+    plain files only, never through a link); the paths removed.  Call it only while no
+    other process writes ``path`` (e.g. holding the run directory's lock)."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        if tmp.is_file() and not tmp.is_symlink():
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
 
 
 def _temporary(path: Path) -> tuple[_FdWriter, Path]:

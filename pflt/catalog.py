@@ -15,6 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 _TITLE = re.compile(r"\*([^*\s][^*]*)\*")
+#: letters the engine's shared hyper-parameters stand for in every listing (S clients per
+#: round, R local steps, |D| batch size); a paper that uses one for something else (CGPFL's
+#: S = personalized steps) is shown with the letter qualified, so S never means two things
+SHARED_SYMBOLS = {"S": "clients_per_round", "R": "local_rounds", "|D|": "batch_size"}
+
+
+def display_symbol(name: str, symbol: str) -> str:
+    """``symbol`` as listings show it: qualified when it is a shared letter used for another
+    hyper-parameter than :data:`SHARED_SYMBOLS` says."""
+    owner = SHARED_SYMBOLS.get(symbol)
+    if owner is None or owner == name:
+        return symbol
+    return f"{symbol} in its paper; not --{owner.replace('_', '-')}"
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,11 @@ class HyperParameter:
     default: Any
     symbol: str
     help: str
+
+    @property
+    def shown_symbol(self) -> str:
+        """The symbol as listings show it (:func:`display_symbol`)."""
+        return display_symbol(self.name, self.symbol)
 
     @property
     def option(self) -> str:
@@ -48,6 +66,12 @@ class AlgorithmInfo:
         d["hyperparameters"] = [dataclasses.asdict(h) for h in self.hyperparameters]
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "AlgorithmInfo":
+        """The inverse of :meth:`as_dict`."""
+        return cls(**{**d, "hyperparameters": tuple(HyperParameter(**h)
+                                                     for h in d["hyperparameters"])})
+
 
 def first_line(doc: str | None) -> str:
     """The first sentence of a docstring's first paragraph, on one line."""
@@ -66,13 +90,25 @@ def _citation(text: str) -> str:
     if not m:
         return ""
     before = flat[:m.start()].rstrip(" ,")
+    opened = _unclosed_paren(before)
+    if opened is not None:        # "… (Authors, *Title*, Venue, more)": the parenthesis only
+        before = before[opened + 1:]
     if before.endswith("—"):  # "Authors — *Title*"
         before = before[:-1].rstrip()
     authors = re.split(r"\s[—–]\s|Paper:|(?<=[a-z)])\.\s", before)[-1].strip(" ,*:")
     if len(authors) > 150 or not re.search(r"[A-Z]", authors):
         authors = ""
     after = flat[m.end():].lstrip(" ,")
-    if after.startswith("("):
+    if opened is not None:        # up to the closing parenthesis, then up to the year
+        depth, end = 1, len(after)
+        for i, ch in enumerate(after):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0:
+                end = i
+                break
+        year = re.search(r"\b(?:19|20)\d\d\b", after[:end])
+        venue = after[:year.end() if year else end]
+    elif after.startswith("("):
         depth, end = 0, len(after)
         for i, ch in enumerate(after):
             depth += ch == "("
@@ -87,6 +123,17 @@ def _citation(text: str) -> str:
             venue = venue[:venue.rindex(")")]
         venue += ")" * (venue.count("(") - venue.count(")"))
     return ", ".join(p for p in (authors, f"*{m.group(1).strip()}*", venue.strip(" ,")) if p)
+
+
+def _unclosed_paren(text: str) -> int | None:
+    """Index of the last ``(`` of ``text`` that no ``)`` closes, or None."""
+    stack: list[int] = []
+    for i, ch in enumerate(text):
+        if ch == "(":
+            stack.append(i)
+        elif ch == ")" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
 
 
 def class_doc(cls: type) -> str:
@@ -130,10 +177,41 @@ def algorithm_info(name: str) -> AlgorithmInfo:
 
 
 def algorithms() -> list[AlgorithmInfo]:
-    """Every registered algorithm, sorted by name."""
+    """Every registered algorithm, sorted by name — from the registry, through the cache of
+    :mod:`pflt.catalog_cache` (no torch imported when the cache holds them)."""
+    from pflt.catalog_cache import cached
+
+    found = (live_algorithms() if registered_here("algorithms.engine.base")
+             else cached("algorithms", live_algorithms))
+    return [AlgorithmInfo.from_dict(d) for d in found]
+
+
+def registered_here(module: str) -> bool:
+    """Whether the registry ``module`` is imported in this process and holds entries: then
+    it is asked itself — it may hold what this process registered (a test, a notebook),
+    and its modules are imported already."""
+    return bool(getattr(sys.modules.get(module), "_REGISTRY", None))
+
+
+def live_algorithms() -> list[dict[str, Any]]:
+    """:func:`algorithms` asked of the registry itself (imports every method module)."""
     from algorithms.engine.base import registry
 
-    return [algorithm_info(n) for n in registry()]
+    return [algorithm_info(n).as_dict() for n in registry()]
+
+
+def described(name: str) -> AlgorithmInfo:
+    """The entry of ``name`` among :func:`algorithms`; an unknown name raises the
+    registry's ``ValueError`` listing the registered ones."""
+    for info in algorithms():
+        if info.name == name:
+            return info
+    return algorithm_info(name)
+
+
+def algorithm_names() -> list[str]:
+    """The names of the registered algorithms, sorted (:func:`algorithms`)."""
+    return [a.name for a in algorithms()]
 
 
 def datasets() -> list[dict[str, str]]:
@@ -177,7 +255,19 @@ def models() -> list[dict[str, str]]:
 
 
 def checks() -> list[dict[str, Any]]:
-    """The registered verification checks (``pflt verify --list`` shows the same)."""
+    """The registered verification checks (``pflt verify --list`` shows the same) — from
+    the check modules, through the cache of :mod:`pflt.catalog_cache` (not stored while a
+    module fails to import: that may be a missing optional dependency, not the sources)."""
+    from pflt.catalog_cache import cached
+
+    if registered_here("verification.core.registry"):
+        return live_checks()
+    return cached("checks", live_checks,
+                  storable=lambda found: not any(c["kind"] == "import" for c in found))
+
+
+def live_checks() -> list[dict[str, Any]]:
+    """:func:`checks` asked of the check modules themselves (imports every one)."""
     from verification.core import runner
 
     found, errors = runner.load_checks()

@@ -18,7 +18,8 @@ Error contract: every anticipated error — bad options (argparse), :class:`User
 ``PFLT_DEBUG=1`` to see it).  A run that diverges exits 1 (see :mod:`algorithms.engine.runner`).
 A reader that closes standard output early (``pflt select-k … | head -1``) ends the command
 quietly with exit code 141 (= 128 + SIGPIPE, what a shell reports for a process killed by
-it), nothing on stderr.  Anything else is a bug and keeps its traceback.
+it), nothing on stderr.  Anything else is a bug and keeps its traceback — under a one-line
+header naming the plugin when a plugin's own code raised it.
 """
 
 from __future__ import annotations
@@ -206,9 +207,25 @@ def _main(argv: list[str] | None) -> int:
         return 130
     except BaseException as exc:
         if os.environ.get("PFLT_DEBUG") or not _anticipated(exc):
+            _plugin_header(args.command, exc)
             raise
         print(f"pflt {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _plugin_header(command: str, exc: BaseException) -> None:
+    """Above the traceback of an exception raised inside a plugin's code, one line naming
+    the plugin, where and what (the traceback is the plugin author's to read)."""
+    if "pfl_theory.plugins" not in sys.modules:
+        return
+    from pfl_theory.plugins import plugin_frame
+
+    where = plugin_frame(exc.__traceback__)
+    if where is not None:
+        spec, file, line, function = where
+        print(f"pflt {command}: error: plugin {spec!r} raised {type(exc).__name__}: "
+              f"{one_line(exc)} (in {function}, {file}:{line}); its traceback follows",
+              file=sys.stderr)
 
 
 #: warnings about the user's input, printed as ``pflt <command>: warning: <message>``

@@ -17,8 +17,10 @@ test split, so it is optimistic).
 
 Every file is read defensively (:func:`load_run`, :func:`sweep_points`): a malformed one is
 a ``ValueError`` naming the file and the key, never a traceback.  The same directory given
-twice is counted once (:func:`deduplicate`); a sweep's points are always resolved inside
-the sweep directory.
+twice is counted once (:func:`deduplicate`), and so is a *copy* of a run — another
+directory with the same configuration and seed, which would otherwise be averaged as a
+second seed (:func:`deduplicate_runs`); a sweep's points are always resolved inside the
+sweep directory.
 """
 
 from __future__ import annotations
@@ -268,3 +270,24 @@ def deduplicate(paths: list[Path]) -> tuple[list[Path], list[str]]:
         seen[ident] = p
         kept.append(p)
     return kept, notes
+
+
+def deduplicate_runs(runs: list[Run]) -> tuple[list[Run], list[str]]:
+    """``runs`` with one run per (configuration, seed) — a copied run directory, a copy
+    of a copy, a link to one (whatever its path) is the same run, not another seed — and
+    one note per run left out.  The first finished run of each pair is kept (an
+    unfinished copy never replaces a finished one), in the order given."""
+    kept: dict[tuple[str, int], Run] = {}
+    notes: list[str] = []
+    for r in runs:
+        ident = (r.key, r.seed)
+        first = kept.get(ident)
+        if first is None:
+            kept[ident] = r
+            continue
+        keep, drop = (r, first) if r.finished and not first.finished else (first, r)
+        kept[ident] = keep
+        notes.append(f"note: {drop.path} has the same configuration and seed ({r.seed}) as "
+                     f"{keep.path}: one run (a copy), counted once")
+    order = {id(r): i for i, r in enumerate(runs)}
+    return sorted(kept.values(), key=lambda r: order[id(r)]), notes

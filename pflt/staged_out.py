@@ -146,5 +146,20 @@ def staged(out: Path, command: str) -> Iterator[Stage]:
         (stage / STAGING_MARK).write_text(f"temporary output of pflt {command}; safe to delete\n")
         yield stage
         publish(stage, out, command, keep_previous=stage.keep_previous)
+    except OSError as exc:         # a failed write names the output, not the staging copy
+        raise _as_output(exc, stage, out) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _as_output(exc: OSError, stage: Path, out: Path) -> OSError:
+    """``exc`` with a file name inside ``stage`` replaced by the same name under ``out``
+    (what the user asked for: ``OUT/results.json``, not the staging directory's copy)."""
+    name = exc.filename
+    if not name:
+        return exc
+    try:
+        rel = Path(name).relative_to(stage)
+    except ValueError:
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), str(out / rel))

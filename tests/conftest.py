@@ -56,3 +56,17 @@ def pytest_collection_modifyitems(config, items):
         rel = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
         if any(rel.startswith(folder + "/") for folder in NUMERICS_FOLDERS):
             item.add_marker(pytest.mark.numerics)
+
+
+@pytest.fixture
+def real_format_data():
+    """``make(root, name)`` of tests/verification/experiments/real_format_files.py: a small
+    dataset in its real file format and the registry entry pinning it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent / "verification" / "experiments" / "real_format_files.py"
+    spec = importlib.util.spec_from_file_location("real_format_files", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make

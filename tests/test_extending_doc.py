@@ -93,3 +93,66 @@ def test_a_misspelt_plugin_is_one_line(isolated_plugins, tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(
         "pflt list: error: plugin 'my_plugn.py' could not be loaded: FileNotFoundError")
+
+
+def _doc_files_in(tmp_path, monkeypatch):
+    for name, text in files_of_the_doc().items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("my_momentum", "my_plugin"):      # imported afresh: they register on import
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def test_server_state_stays_on_the_server(isolated_plugins, tmp_path, monkeypatch, capsys):
+    """Section 3b: the momentum buffer is server state and is not sent (a newcomer who left
+    out ``send=`` doubled the downlink without noticing)."""
+    import runpy
+
+    _doc_files_in(tmp_path, monkeypatch)
+    runpy.run_path(str(tmp_path / "what_is_sent.py"), run_name="__main__")
+    assert capsys.readouterr().out.strip() == "['global']"
+    import dataclasses
+
+    from algorithms.engine.contract import sent_models
+    from my_momentum import MyFedAvgM
+    from synthetic import fedprox
+    from algorithms.engine.models import build_model
+
+    fed = fedprox.federation(0.5, 0.5, seed=0, num_clients=6)
+    model = build_model("mlr", fed)
+    alg = MyFedAvgM(clients_per_round=3)
+    state = alg.init(fed, model, 0)
+    unsent = dataclasses.replace(alg.first_phase(state, fed, model), send=None)
+    assert sorted(sent_models(alg, state, unsent)) == ["global", "velocity"]   # the mistake
+
+
+def test_momentum_zero_is_fedavg_and_the_contract_holds(isolated_plugins, tmp_path,
+                                                        monkeypatch):
+    import torch
+
+    from algorithms import get_algorithm, run
+    from algorithms.engine.models import build_model
+    from algorithms.testing import contract_battery
+    from synthetic import fedprox
+
+    _doc_files_in(tmp_path, monkeypatch)
+    from my_momentum import MyFedAvgM
+
+    fed = fedprox.federation(0.5, 0.5, seed=0, num_clients=6, dtype=torch.float64)
+    model = build_model("mlr", fed)
+    hp = {"clients_per_round": 3, "local_rounds": 2}
+
+    def final(alg):
+        return run(alg, fed, model, rounds=3, seed=1, eval_every=3,
+                   progress=False).state.models["global"]
+
+    plain = final(get_algorithm("fedavg")(**hp))
+    same = final(MyFedAvgM(momentum=0.0, server_lr=1.0, **hp))
+    moved = final(MyFedAvgM(momentum=0.9, server_lr=1.0, **hp))
+    for k in plain:
+        # float64; w − (w − mean) = mean up to one rounding per coordinate and round
+        assert torch.allclose(same[k], plain[k], rtol=0, atol=1e-12)
+    assert max(float((moved[k] - plain[k]).abs().max()) for k in plain) > 1e-6
+    results = contract_battery(MyFedAvgM)
+    assert results["reference_loop"] == "ok" and results["resume"] == "ok"

@@ -38,7 +38,14 @@ _REGISTRY: dict[str, type] = {}
 
 
 def register(name: str) -> Callable[[type], type]:
-    """Class decorator adding an algorithm under ``name``."""
+    """Class decorator adding an algorithm under ``name``: a non-empty string without
+    blanks (it is an option value, ``--algorithm NAME``, and a directory name in sweeps),
+    else a one-line ``ValueError``."""
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name) \
+            or not name.isprintable():
+        raise ValueError(f"algorithm name {name!r} refused: give a non-empty name without "
+                         "blanks or control characters (e.g. 'my-fedprox')")
+
     def deco(cls: type) -> type:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"algorithm {name!r} registered twice")

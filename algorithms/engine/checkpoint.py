@@ -103,11 +103,14 @@ def read_payload(path: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"no checkpoint at {path}")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # corrupt, truncated, or not a torch file
-        raise CheckpointError(f"cannot read checkpoint {path}: {' '.join(str(exc).split())[:200]}"
-                              ) from None
+    except Exception:   # empty, random bytes, truncated, or a pickle that weights_only refuses
+        # (torch's own text ends in advice to load the file with weights_only=False: never
+        # for a file that may be hostile, so it is not passed on)
+        raise CheckpointError(f"{path}: refused: not a pfl-theory checkpoint (unsafe or "
+                              f"damaged; {_size(path)})") from None
     if not isinstance(payload, dict) or payload.get("format") not in FORMATS:
-        raise CheckpointError(f"{path} is not a pfl-theory checkpoint")
+        raise CheckpointError(f"{path}: refused: not a pfl-theory checkpoint (a torch file "
+                              "without its records)")
     out = {"format": payload["format"], "algorithm": _need(path, payload, "algorithm", str),
            "round": _need(path, payload, "round", int), "seed": _need(path, payload, "seed", int)}
     if out["round"] < 0:
@@ -139,6 +142,14 @@ def read_payload(path: str | Path) -> dict[str, Any]:
     if out["config"] is not None and not isinstance(out["config"], dict):
         raise CheckpointError(f"{path}: config: expected a JSON object")
     return out
+
+
+def _size(path: Path) -> str:
+    try:
+        n = path.stat().st_size
+    except OSError:
+        return "unreadable"
+    return "empty" if n == 0 else f"{n} bytes"
 
 
 def load_checkpoint(path: str | Path, algorithm=None, *, device=None) -> State:

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from algorithms.engine.base import Params, State
+from algorithms.engine.communication import METER
 
 Tree = dict[str, "Params | torch.Tensor"]
 
@@ -141,9 +142,14 @@ def engine_round(alg, state: State, fed, model) -> State:
 
 
 def run_phases(alg, state: State, fed, model, phase: Phase | None) -> State:
+    meter = METER.get()
     while phase is not None:
         view = engine_view(alg, state, fed, phase)
+        if meter is not None:
+            meter.sent(view.round, view.server, phase.payload, phase.clients.numel())
         kept, upload = alg.client_update(phase, model, view)
+        if meter is not None:
+            meter.received(view.round, upload)
         state = scatter_client_state(alg, state, phase.clients, kept)
         uploads = upload_rows(phase, upload)
         state, phase = alg.server_aggregate(phase, state, uploads, fed, model)

@@ -286,6 +286,32 @@ def _evaluate_shared(model, plan: list[Params], split, accuracy: bool) -> torch.
     return sums / split.counts.to(torch.float64)[None, :, None]
 
 
+def evaluated_models(algorithm, state) -> dict[str, Params]:
+    """``algorithm.evaluated(state)`` checked: a non-empty ``{name: {parameter: tensor}}``
+    with a tensor in each model (what :func:`evaluate_models` reads); anything else — a
+    plugin returning a number, a list, a model without tensors — is a one-line
+    ``ValueError`` naming the algorithm and what it returned."""
+    models = algorithm.evaluated(state)
+    who = f"{getattr(algorithm, 'name', type(algorithm).__name__)!r} " \
+          f"({type(algorithm).__module__}.{type(algorithm).__qualname__})"
+    if not isinstance(models, dict) or not models:
+        raise ValueError(f"algorithm {who}: evaluated(state) returned "
+                         f"{_describe(models)}, not a non-empty dict {{model name: "
+                         "{parameter name: tensor}}")
+    for name, params in models.items():
+        if not isinstance(name, str) or not hasattr(params, "items") or not params or \
+                not all(isinstance(v, torch.Tensor) and v.dim() >= 1 for v in params.values()):
+            raise ValueError(f"algorithm {who}: evaluated(state)[{name!r}] is "
+                             f"{_describe(params)}, not a dict {{parameter name: tensor "
+                             "[N or 1, ...]}")
+    return models
+
+
+def _describe(value) -> str:
+    text = " ".join(repr(value).split())
+    return f"{type(value).__name__} {text[:60]}{'…' if len(text) > 60 else ''}"
+
+
 def model_for(algorithm, model):
     """The model that evaluates ``algorithm.evaluated(state)``: ``model`` itself, or
     ``algorithm.evaluation_model(model)`` for an algorithm whose evaluated parameters are

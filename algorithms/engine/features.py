@@ -45,6 +45,14 @@ def body_keys(model: Model) -> list[str]:
     return [k for layer in model.layers[:-1] for k in layer]
 
 
+def inert_without_body(model: Model, why: dict[str, str]) -> dict[str, str]:
+    """``why`` (``{hyper-parameter: reason}``) when ``model`` has no body — an MLR, whose
+    features are its inputs (``z = x``), so a term acting on the features or a step on
+    the body cannot change the result — else ``{}``: what an algorithm's
+    ``inert_hyperparameters(model)`` returns (``pflt run`` prints a note for each)."""
+    return dict(why) if not body_keys(model) else {}
+
+
 def feature_dim(model: Model) -> int:
     """``D``: the input width of the last layer."""
     head_keys(model)

@@ -67,12 +67,17 @@ def _check_config(path: Path, what: str, recorded: dict[str, Any], config: dict[
 def resume_point(out_dir: str | Path, algorithm, fed, model, *, seed: int,
                  config: dict[str, Any], device=None):
     """``(state, history)`` to continue the run in ``out_dir`` from its checkpoint, or
-    ``None`` when it has none.  ``config`` is the resuming run's configuration
+    ``None`` when it has none.  The temporary files of atomic writes cut short by a kill
+    (``.checkpoint.pt.*.tmp`` …) are removed first: the caller is the directory's only
+    writer (``pflt run`` holds its lock).  ``config`` is the resuming run's configuration
     (:func:`algorithms.engine.runner.run_config`); the history returned carries it."""
     from algorithms.engine.runner import History, initial_evaluation
 
     out = Path(out_dir)
     path = out / "checkpoint.pt"
+    from pfl_theory.safe_files import remove_temporaries
+    for name in ("checkpoint.pt", "history.json", "history.csv", "summary.json"):
+        remove_temporaries(out / name)  # a write cut by a kill: never renamed, never read
     if not path.exists():
         return None
     payload = read_payload(path)

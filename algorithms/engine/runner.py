@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from algorithms.engine.base import State
 from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.engine.checkpoint import save_checkpoint
-from algorithms.engine.evaluation import evaluate_models, model_for, summarize
+from algorithms.engine.evaluation import evaluate_models, evaluated_models, model_for, summarize
 from algorithms.engine.run_files import check_history, read_history_lines, read_json
 from pfl_theory.threads import api_threads, torch_threads
 from pfl_theory.validation import NonFiniteValueError
@@ -119,7 +119,8 @@ def initial_evaluation(algorithm, state: State, federation, model) -> dict[str, 
     out: dict[str, float] = {}
     w = federation.test.counts.double()
     for name, (acc, loss) in evaluate_models(model_for(algorithm, model),
-                                             algorithm.evaluated(state), federation.test).items():
+                                             evaluated_models(algorithm, state),
+                                             federation.test).items():
         out[f"{name}_accuracy"] = summarize(acc, federation.test.counts)["weighted"]
         out[f"{name}_loss"] = float((loss * w).sum() / w.sum())
     return out
@@ -127,23 +128,47 @@ def initial_evaluation(algorithm, state: State, federation, model) -> dict[str, 
 
 def _play_round(algorithm, state: State, federation, model, history: "History",
                 out_dir) -> State:
-    """One round under the divergence contract: an internal NaN guard
-    (:class:`~pfl_theory.validation.NonFiniteValueError`) or a non-finite state raises
-    :class:`DivergenceError` naming the round (history saved first)."""
+    """One round under the divergence contract (:func:`guarded_round`; history saved
+    before the :class:`DivergenceError`)."""
+    return guarded_round(lambda: algorithm.round(state, federation, model), state,
+                         federation.dtype,
+                         lambda round_, name, reason: _stop(history, out_dir, round_, name,
+                                                            reason))
+
+
+def guarded_round(step: Callable[[], State], before: State, dtype,
+                  stop: Callable[[int, "str | None", "str | None"], Any]) -> State:
+    """``step()`` (one round from ``before``) under the divergence contract: an internal NaN
+    guard (:class:`~pfl_theory.validation.NonFiniteValueError`), an overflow of ``dtype``
+    or a non-finite state afterwards calls ``stop(round, model, reason)``, which raises
+    (:class:`DivergenceError`, after saving what the caller keeps).  The one
+    implementation of the per-round contract: the runner and the Flower server
+    (:mod:`algorithms.flower.strategy`) both use it."""
     try:
-        new = algorithm.round(state, federation, model)
+        new = step()
     except NonFiniteValueError as exc:
-        _stop(history, out_dir, state.round + 1, non_finite_model(state),
-              f"round {state.round + 1} produced non-finite values inside the algorithm ({exc})")
+        stop(before.round + 1, non_finite_model(before),
+             f"round {before.round + 1} produced non-finite values inside the algorithm ({exc})")
+        raise                             # stop raises; never reached
     except RuntimeError as exc:  # a product of hyper-parameters beyond the dtype's range
         if "without overflow" not in str(exc):
             raise
-        _stop(history, out_dir, state.round + 1, None,
-              f"round {state.round + 1} overflowed {federation.dtype} ({exc})")
+        stop(before.round + 1, None, f"round {before.round + 1} overflowed {dtype} ({exc})")
+        raise
     bad = non_finite_model(new)
     if bad is not None:
-        _stop(history, out_dir, new.round, bad, None)
+        stop(new.round, bad, None)
     return new
+
+
+def evaluation_divergence(entry: dict[str, Any], history: "History",
+                          stop: Callable[[int, "str | None", "str | None"], Any]) -> None:
+    """The divergence contract at an evaluation ``entry`` (already appended to
+    ``history``): ``stop(round, model, reason)`` when :func:`divergence` finds a
+    non-finite or exploded loss against ``history.initial``."""
+    diverged = divergence(entry, history.initial)
+    if diverged is not None:
+        stop(entry["round"], diverged[1], diverged[0])
 
 
 def check_hyperparameter_range(algorithm, dtype) -> None:
@@ -270,7 +295,7 @@ def evaluation_entry(algorithm, state: State, federation, model, *, train_loss: 
     (:func:`algorithms.engine.evaluation.evaluate_models`; the loss only there: the train accuracy
     is not recorded)."""
     entry: dict[str, Any] = {"round": state.round}
-    models = algorithm.evaluated(state)
+    models = evaluated_models(algorithm, state)
     model = model_for(algorithm, model)
     test = evaluate_models(model, models, federation.test)
     train = evaluate_models(model, models, federation.train, accuracy=False) if train_loss else {}
@@ -363,9 +388,9 @@ def _run(algorithm, federation, model, *, rounds: int, seed: int, eval_every: in
                 entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
                 entry["wall_seconds"] = round(time.perf_counter() - start_wall, 4)
                 history.entries.append(entry)
-                diverged = divergence(entry, history.initial)
-                if diverged is not None:
-                    _stop(history, out_dir, state.round, diverged[1], diverged[0])
+                evaluation_divergence(
+                    entry, history,
+                    lambda round_, name, reason: _stop(history, out_dir, round_, name, reason))
                 first = next((k for k, v in entry.items()
                               if k.endswith("_accuracy") and isinstance(v, float)), None)
                 if first:

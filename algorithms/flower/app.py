@@ -129,8 +129,11 @@ server_app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     rc = dict(context.run_config)
     out = Path(str(rc["out-dir"])) if "out-dir" in rc else None
+    from algorithms.engine.runner import DivergenceError
     try:
         serve(grid, rc, out)
+    except DivergenceError:         # its outcome (with the round) is written by serve
+        raise
     except BaseException as exc:    # the run has no result: say so where the results go
         if out is not None:
             write_outcome(out, "failed", error=f"{type(exc).__name__}: {exc}")
@@ -164,8 +167,15 @@ def serve(grid: Grid, rc: dict, out: Path | None) -> None:
                  "entries": result.history, "failures": result.failures}, indent=1))
             os.replace(tmp, out / "history.json")
             left_out = any(f["phase"] != "rejoin" for f in result.failures)
-            write_outcome(out, "completed-with-failures" if left_out else "completed",
-                          rounds=result.state.round, failures=result.failures)
+            if result.divergence is not None:     # the engine's contract: a failed run
+                write_outcome(out, "failed", rounds=result.divergence.round,
+                              failures=result.failures,
+                              error=f"DivergenceError: {result.divergence}")
+            else:
+                write_outcome(out, "completed-with-failures" if left_out else "completed",
+                              rounds=result.state.round, failures=result.failures)
+        if result.divergence is not None:
+            raise result.divergence     # the ServerApp fails: `flwr ls` shows it
 
 
 client_app = make_client_app(load_client_data)

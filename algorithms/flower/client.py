@@ -36,7 +36,7 @@ from flwr.clientapp import ClientApp
 
 from algorithms.engine.base import State
 from algorithms.engine.contract import ClientView, Phase
-from algorithms.engine.evaluation import evaluate, model_for
+from algorithms.engine.evaluation import evaluate, evaluated_models, model_for
 from algorithms.flower.records import Settings, pack, tensors_from, unpack
 from synthetic.federation import Federation
 
@@ -153,7 +153,7 @@ def make_client_app(load_data: LoadData, *, threads: int | None = 1,
         state = kept_state(msg, context, fed, settings)
         n = int(fed.test.counts[0])
         metrics: dict = {"num-examples": n}
-        for name, params in alg.evaluated(state).items():
+        for name, params in evaluated_models(alg, state).items():
             acc, loss = evaluate(model_for(alg, model), params, fed.test)
             metrics[f"{name}_correct"] = float(acc[0]) * n
             metrics[f"{name}_accuracy"] = float(acc[0])

@@ -28,6 +28,14 @@ clients) and runs round ``t`` as the engine does, with the algorithm's own funct
    runner), ``<name>_accuracy_mean`` (mean over clients) and ``<name>_loss``;
 5. ``collect``: gathers the client-held rows into the full engine ``State``.
 
+Divergence: the engine's contract (:mod:`algorithms.engine.runner`, its functions
+``guarded_round`` and ``evaluation_divergence``): the clients evaluate the initial state
+at setup (the reference losses); a round whose server state is non-finite, whose server
+step trips an internal NaN guard, or an evaluation whose loss is non-finite or exceeds
+1e3 × max(initial loss, 1) stops the run — :func:`run_server` yields the collected state
+and history so far with :attr:`FlowerResult.divergence` set (``pflt flower-sim`` exits 1
+naming the round, the deployment's outcome is ``failed``).
+
 Reliability (:mod:`algorithms.flower.exchange`): a client whose reply is an error or does
 not arrive within ``timeout`` is left out of that phase (``Phase.only``: its upload is not
 aggregated, its rows are not updated) and recorded in :attr:`PFLStrategy.failures`; the run
@@ -60,6 +68,7 @@ from flwr.supercore import log
 
 from algorithms.engine.base import State
 from algorithms.engine.contract import Phase, participant_batches, sent_models, server_init
+from algorithms.engine.runner import DivergenceError, History, evaluation_divergence, guarded_round
 from algorithms.flower.client import (BATCHES, INFO as INFO_KEY, KEPT, MODELS, PAYLOAD, ROUND,
                                       ROWS, UPLOAD)
 from algorithms.flower.exchange import PollingGrid, Rejoin, sort_replies, wait_for_nodes
@@ -93,6 +102,8 @@ class PFLStrategy(Membership, Strategy):
         self.device = torch.device(device)
         self.algorithm = settings.build_algorithm()
         self.history: list[dict[str, Any]] = []
+        #: test losses at the start (round 0, or the resumed round): the divergence reference
+        self.initial: dict[str, float] = {}
         self.failures: list[dict[str, Any]] = []
         self.resume = state
         self.state: State | None = None
@@ -158,7 +169,22 @@ class PFLStrategy(Membership, Strategy):
             tensors={k: v for k, v in full.tensors.items() if k not in kept})
         if self.resume is None and hasattr(self.algorithm, "init_phase"):
             self._run_phases(self.algorithm.init_phase(self.state, self.federation, self.model))
+        self.initial = self._initial_evaluation()
         return pack(self._server_models())
+
+    def _initial_evaluation(self) -> dict[str, float]:
+        """Accuracy and loss of every evaluated model at the start, from the clients: the
+        reference of the divergence contract (:func:`algorithms.engine.runner.divergence`;
+        a resumed run's reference is its resumed state)."""
+        replies = self.grid.send_and_receive(self._evaluate_messages(), timeout=self.timeout)
+        entry = self._evaluation_entry(replies, "initial evaluation") or {}
+        return {k: v for k, v in entry.items()
+                if k.endswith(("_accuracy", "_loss")) and not k.endswith("_train_loss")}
+
+    def _diverge(self, round_: int, model: str | None, reason: str | None):
+        """Stop the run by the engine's divergence contract (caught by :func:`run_server`)."""
+        raise DivergenceError(round_, History({}, list(self.history), dict(self.initial)),
+                              model=model, reason=reason)
 
     # ---- phases ----------------------------------------------------------------------------------
     def _server_models(self) -> dict:
@@ -192,6 +218,7 @@ class PFLStrategy(Membership, Strategy):
         out = sort_replies(self.grid, replies, asked, self._client_of_node(), self.timeout)
         self._drop(out.gone)
         ok = out.ok
+        self._answered = len(ok)
         missing = [i for i in phase.clients.tolist() if i not in ok]
         if missing:
             self._record(phase.name, missing, out)
@@ -229,14 +256,23 @@ class PFLStrategy(Membership, Strategy):
     def aggregate_train(self, server_round: int, replies: Iterable[Message]
                         ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         failed = len(self.failures)
-        self._run_phases(self._aggregate(self.phase, replies))
-        self.state = self.state.replace(round=self.state.round + 1)
+        before = self.state
+        trained = 0                 # clients whose reply to the first phase arrived
+
+        def step() -> State:
+            nonlocal trained
+            nxt = self._aggregate(self.phase, replies)
+            trained = self._answered
+            self._run_phases(nxt)
+            return self.state.replace(round=self.state.round + 1)
+
+        self.state = guarded_round(step, before, self.federation.dtype, self._diverge)
         if self.checkpoint_every and (self.state.round % self.checkpoint_every == 0
                                       or server_round == self.num_rounds):
             from algorithms.engine.checkpoint import save_checkpoint
             save_checkpoint(self.checkpoint, self.collect(self.grid), self.algorithm)
         return pack(self._server_models()), MetricRecord(
-            {"clients_trained": self.phase.clients.numel(),
+            {"clients_trained": trained,
              "failures": len(self.failures) - failed})
 
     def _eval_content(self, i: int) -> RecordDict:
@@ -252,6 +288,9 @@ class PFLStrategy(Membership, Strategy):
         self._evaluating = not (t % self.eval_every and server_round != self.num_rounds)
         if not self._evaluating:
             return []
+        return self._evaluate_messages()
+
+    def _evaluate_messages(self) -> list[Message]:
         return [Message(self._eval_content(i), dst_node_id=self.node_of[i],
                         message_type=MessageType.EVALUATE)
                 for i in sorted(self.active)]
@@ -260,12 +299,22 @@ class PFLStrategy(Membership, Strategy):
                            ) -> MetricRecord | None:
         if not self._evaluating:
             return None
+        entry = self._evaluation_entry(replies, "evaluate")
+        if entry is None:
+            return None
+        self.history.append(entry)
+        evaluation_divergence(entry, History({}, self.history, self.initial), self._diverge)
+        return MetricRecord({k: v for k, v in entry.items()})
+
+    def _evaluation_entry(self, replies: Iterable[Message], phase: str
+                          ) -> dict[str, Any] | None:
+        """The evaluation entry of the clients' replies (None: no client answered)."""
         out = sort_replies(self.grid, replies, sorted(self.active), self._client_of_node(),
                            self.timeout)
         self._drop(out.gone)
         ms = [dict(out.ok[i].content["metrics"]) for i in sorted(out.ok)]
         if missing := [i for i in range(self.settings.num_clients) if i not in out.ok]:
-            self._record("evaluate", missing, out)
+            self._record(phase, missing, out)
         if not ms:
             return None
         total = sum(m["num-examples"] for m in ms)
@@ -274,8 +323,7 @@ class PFLStrategy(Membership, Strategy):
             entry[f"{name}_accuracy"] = sum(m[f"{name}_correct"] for m in ms) / total
             entry[f"{name}_accuracy_mean"] = sum(m[f"{name}_accuracy"] for m in ms) / len(ms)
             entry[f"{name}_loss"] = sum(m[f"{name}_loss_sum"] for m in ms) / total
-        self.history.append(entry)
-        return MetricRecord({k: v for k, v in entry.items()})
+        return entry
 
     def summary(self) -> None:
         log(INFO, "\t├── algorithm %s, N=%d clients, seed %d (pfl_theory engine rounds)",
@@ -293,12 +341,16 @@ def _covers(replies: list[Message], n: int) -> bool:
 class FlowerResult:
     """Outcome of a Flower run: the full engine ``state`` (comparable with the in-process
     engine's), the evaluation ``history``, the clients left out (``failures``: round, phase,
-    clients, reasons) and Flower's own ``Result``."""
+    clients, reasons), Flower's own ``Result`` and, for a run stopped by the divergence
+    contract, the ``divergence``."""
 
     state: State
     history: list[dict[str, Any]] = field(default_factory=list)
     flower: Result | None = None
     failures: list[dict[str, Any]] = field(default_factory=list)
+    #: the run stopped by the divergence contract (:class:`~algorithms.engine.runner.
+    #: DivergenceError`: round, model, reason); None for a run that went to its end
+    divergence: DivergenceError | None = None
 
 
 def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every: int = 1,
@@ -320,8 +372,13 @@ def run_server(grid: Grid, runs: Sequence[Settings], *, rounds: int, eval_every:
                                state=state, checkpoint=checkpoint,
                                checkpoint_every=checkpoint_every, poll=poll, abort=abort)
         initial = strategy.setup(grid)
-        flower = strategy.start(strategy.grid, initial, num_rounds=rounds - start,
-                                timeout=timeout)
+        try:
+            flower = strategy.start(strategy.grid, initial, num_rounds=rounds - start,
+                                    timeout=timeout)
+        except DivergenceError as exc:    # the engine's contract: stop, keep what was done
+            yield FlowerResult(strategy.collect(strategy.grid), strategy.history, None,
+                               strategy.failures, divergence=exc)
+            continue
         yield FlowerResult(strategy.collect(strategy.grid), strategy.history, flower,
                            strategy.failures)
 

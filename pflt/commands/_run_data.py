@@ -53,3 +53,21 @@ def data_spec(options: dict[str, Any]):
 
 def data_dict(spec) -> dict[str, Any]:
     return dataclasses.asdict(spec)
+
+
+def scaling_options(options: dict[str, Any]) -> str:
+    """The options that scale the features of the chosen data (what to blame for NaN or
+    inf in them): ``--synthetic-alpha/--synthetic-beta`` for synthetic data, the
+    feature-shift options for ``--partition feature-shift``, else ``--data`` itself."""
+    if str(options["data"]) in ("synthetic", "synthetic-iid"):
+        names = SYNTHETIC_ONLY
+    elif options.get("partition") == "feature-shift":
+        names = FEATURE_SHIFT_ONLY
+    else:
+        return f"--data {options['data']}: the file's values?"
+    from synthetic.sources import DataSpec
+
+    spec_field = {"synthetic_alpha": "alpha", "synthetic_beta": "beta"}
+    changed = [k for k in names if k in options
+               and options[k] != getattr(DataSpec, spec_field.get(k, k), None)]
+    return "/".join("--" + k.replace("_", "-") for k in changed or names) + " too large?"

@@ -25,24 +25,6 @@ MAX_POINTS = 2000
 RUN_TABLES = ("hyperparameters", "data", "run")
 
 
-def read_toml(path: Path) -> dict:
-    """The TOML file ``path`` or a one-line :class:`UserError`."""
-    from pflt.commands.run_options import tomllib
-
-    if not path.exists():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    if not path.is_file():
-        raise UserError(f"config {path} is not a file")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
-    except RecursionError:
-        raise UserError(f"{path} is nested too deeply to be a sweep file") from None
-
-
 def _scalar(value: Any, path: Path, key: str) -> None:
     if isinstance(value, (datetime.date, datetime.time)):   # datetime is a date
         raise UserError(f"{path}: {key} = {value} is a TOML date/time; options are numbers, "

@@ -15,12 +15,15 @@ headline accuracy, then each ``--metric``; every value twice, at the **last** ev
 and at the **best** one (per run the best evaluated round — highest accuracy, lowest loss —
 then mean ± sd over seeds; the papers' tables report the best round, chosen on the test
 split).  ``--at last`` or ``--at best`` keeps one.  The configuration with the best headline
-accuracy is printed under the table.
+accuracy is printed under the table, with the configurations it is *within noise* of (its
+mean exceeds theirs by less than two combined standard errors over seeds: no single best) or
+a note that it is ahead of all of them; with one seed the noise is unknown and it says so.
 
 Only finished runs are averaged: a run still being written (its ``.lock`` held), killed, or
 short of its configured rounds is counted as *unfinished* and a diverged one as *diverged*,
 each named on stderr.  The same run given twice (``a a``, ``a ./a``, a link to ``a``) is
-counted once, with a note.
+counted once, with a note; so is a copy of a run (another directory with the same
+configuration and seed: it is not a second seed).
 
 Writes into ``--out`` (default ``compare_out``, locked while writing, each file atomically):
 ``compare.csv`` (numeric, one row per configuration × metric × at: ``mean``, ``sd``, ``n``
@@ -41,6 +44,7 @@ from pathlib import Path
 
 from pflt.aggregate import (AT, Group, Run, deduplicate, expand_run_dirs, format_mean_sd,
                             group_runs, load_run, metric_names, models_of)
+from pflt.run_dirs import deduplicate_runs
 from pflt.out_lock import out_path
 
 HEADLINE = ("headline_accuracy", "headline_loss")
@@ -133,8 +137,27 @@ def best_line(groups: list[Group], ats: tuple[str, ...]) -> list[str]:
             continue
         (mean, sd, n), g = max(scored, key=lambda sg: sg[0][0])
         lines.append(f"best headline accuracy ({at} round): {g.label} ({g.headline()} model) "
-                     f"{format_mean_sd(mean, sd, n)} over {n} seed(s)")
+                     f"{format_mean_sd(mean, sd, n)} over {n} seed(s)"
+                     + noise_note((mean, sd, n), [(s, o) for s, o in scored if o is not g]))
     return lines
+
+
+def noise_note(best: tuple[float, float, int], others: list[tuple[tuple, Group]]) -> str:
+    """Whether the best configuration is ahead of each other one by more than two combined
+    standard errors over seeds (:func:`paper_figures.leaderboard_table.ahead`), or names
+    those it is within the seed noise of."""
+    from paper_figures.leaderboard_table import ahead
+
+    if not others:
+        return ""
+    if best[2] < 2 or any(s[2] < 2 for s, _ in others):
+        return "; one seed: the seed noise is unknown, run more seeds before calling it best"
+    close = [(s, o) for s, o in others if not ahead(best, s)]
+    if not close:
+        return "; ahead of every other configuration by more than 2 standard errors"
+    return ("; within noise (< 2 combined standard errors) of " + ", ".join(
+        f"{o.label} {format_mean_sd(*s)}" for s, o in sorted(close, key=lambda so: -so[0][0]))
+        + ": no single best")
 
 
 def _series(r: Run, metric: str) -> dict[int, float]:
@@ -212,7 +235,9 @@ def run(args: argparse.Namespace) -> int:
     paths, notes = deduplicate(expand_run_dirs(args.runs))
     for note in notes:
         print(note, file=sys.stderr)
-    runs: list[Run] = [load_run(p) for p in paths]
+    runs, copies = deduplicate_runs([load_run(p) for p in paths])
+    for note in copies:
+        print(note, file=sys.stderr)
     for r in runs:
         if not r.finished:
             print(f"note: {r.path} is {r.status} ({r.why}): not averaged", file=sys.stderr)

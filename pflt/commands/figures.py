@@ -10,8 +10,10 @@ Every figure module writes a PNG and the CSV of its plotted data into ``--out`` 
 ``figures_out``). A module that raises is reported as failed with its error and the exit
 code is 1; the other modules still run.  The figures that summarise ``pflt verify`` results
 (``verification_summary``, ``bound_tightness``) draw the results given by ``--from DIR``
-(else ``./verify_out`` if present) and the command prints which file that was and what it
-covers (checks, kinds, size, time); they never search for results on their own.
+(else ``./verify_out``, else ``./runs/verify`` — where ``pflt verify`` writes by default and
+where the README's ``pflt verify --quick --out runs/verify`` does — the first that holds a
+results.json) and the command prints which file that was and what it covers (checks,
+kinds, size, time); they look nowhere else.
 ``--out`` is locked while the modules run; they write aside first, and their files replace
 the previous ones only when all have run (a user's other files in ``--out`` stay; nothing is
 written through a symbolic link).
@@ -44,8 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--from", "--verify-results", dest="verify_results", metavar="DIR",
                    type=Path, default=None,
                    help="the pflt verify output (its directory or results.json) that the "
-                   "verify-summary figures draw (default: ./verify_out if present); the "
-                   "command prints which results were drawn")
+                   "verify-summary figures draw (default: ./verify_out, else ./runs/verify, "
+                   "the first that holds one); the command prints which results were drawn")
     p.add_argument("--list", action="store_true", help="list the figure modules and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     add_device_option(p)
@@ -92,12 +94,18 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(not r.ok for r in found) else 0
 
 
+#: where ``pflt verify`` writes when told nothing (``verify_out``) and where the README's
+#: order writes (``pflt verify --quick --out runs/verify``): the two places looked at, in
+#: this order, without ``--from``
+DEFAULT_RESULTS = (Path("verify_out"), Path("runs") / "verify")
+
+
 def _verify_results(given: Path | None) -> Path | None:
     """The results.json the verify-summary figures draw: ``--from`` (which must hold one),
-    else ``./verify_out/results.json`` if it exists, else ``None`` (they say so)."""
+    else the first of :data:`DEFAULT_RESULTS` that holds one, else ``None`` (they say so)."""
     if given is None:
-        default = Path("verify_out") / "results.json"
-        return default if default.is_file() else None
+        found = [d / "results.json" for d in DEFAULT_RESULTS if (d / "results.json").is_file()]
+        return found[0] if found else None
     path = given / "results.json" if given.is_dir() else given
     if not path.is_file():
         raise FileNotFoundError(f"--from {given}: no pflt verify results.json there")
@@ -130,8 +138,8 @@ def describe_results(path: Path | None) -> str:
     from collections import Counter
 
     if path is None:
-        return ("verify results drawn: none (no --from and no ./verify_out/results.json); "
-                "the verify-summary figures say so")
+        return ("verify results drawn: none (no --from, no ./verify_out/results.json, no "
+                "./runs/verify/results.json); the verify-summary figures say so")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         checks = [c for c in data.get("checks", []) if isinstance(c, dict)]

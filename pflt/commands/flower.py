@@ -17,18 +17,20 @@ algorithm's own client/server functions on the same draws).  Clients that fail
 or time out are left out of that round's aggregation and listed under ``failures``.
 ``--checkpoint-every k`` writes ``OUT/checkpoint.pt`` (the full state, collected from the
 clients) every k rounds; ``--resume OUT --rounds T`` continues that run to round T.
-Writes ``flower_history.json`` and ``flower_summary.json`` to ``--out``.  Needs the extra
+Writes ``flower_history.json`` and ``flower_summary.json`` to ``--out``.  Divergence
+(non-finite state or loss, a loss above 1e3 × its initial value) stops the run as ``pflt
+run``'s does: exit 1 naming the round, history and ``diverged.json`` kept.  Needs the extra
 ``flower`` (from the checkout: ``pip install -e ".[flower]"``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
 from pathlib import Path
-
-import torch
 
 from pfl_theory.safe_files import atomic_write_text
 from pflt.cli import UserError
@@ -46,6 +48,9 @@ def add_parser(sub) -> None:
                    help="Ray: CPUs reserved per ClientApp actor (default 1)")
     f.add_argument("--compare", action="store_true",
                    help="also run the in-process engine and print the max parameter difference")
+    f.add_argument("--flower-log", default="warning", choices=["warning", "info"],
+                   help="level of Flower's own log on stderr (default: warning — its per-round "
+                        "INFO lines would bury the summary; info shows them)")
     p.set_defaults(func=run)
     o = sub.add_parser("flower-outcome", help="exit status of a Flower deployment run (flwr run "
                        "exits 0 whatever happens)", description=OUTCOME_DOC,
@@ -111,6 +116,7 @@ def _run_locked(args, options: dict) -> int:
     from algorithms.flower.local import simulate
     from algorithms.flower.records import Settings
     from synthetic.sources import build_federation
+    import torch   # here, not at the top: pflt --help imports no torch
 
     if options.get("threads"):
         torch.set_num_threads(options["threads"])
@@ -120,6 +126,9 @@ def _run_locked(args, options: dict) -> int:
     settings = Settings.of(algorithm, num_clients=fed.num_clients, seed=options["seed"],
                            model=options["model"], hidden=options["hidden"], l2=options["l2"])
     out = Path(options["out"])
+    notes = opts.inert_notes(algorithm, settings.build_model(fed))
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     state = None
     if options.get("resume"):
         state = load_checkpoint(out / "checkpoint.pt", algorithm)
@@ -133,19 +142,29 @@ def _run_locked(args, options: dict) -> int:
     every = options.get("checkpoint_every")
     from algorithms.flower.local import RaySimulationError
     try:
-        result = simulate(settings, fed, rounds=options["rounds"],
-                          eval_every=options["eval_every"], backend=args.backend,
-                          cpus_per_client=args.cpus_per_client,
-                          threads=options.get("threads") or 1, state=state,
-                          checkpoint=out / "checkpoint.pt" if every else None,
-                          checkpoint_every=every, errors_as_replies=True)
+        with flower_log_level(args.flower_log):
+            result = simulate(settings, fed, rounds=options["rounds"],
+                              eval_every=options["eval_every"], backend=args.backend,
+                              cpus_per_client=args.cpus_per_client,
+                              threads=options.get("threads") or 1, state=state,
+                              checkpoint=out / "checkpoint.pt" if every else None,
+                              checkpoint_every=every, errors_as_replies=True)
     except RaySimulationError as exc:
         from pflt.cli import one_line
         print(f"pflt flower-sim: error: {one_line(exc)}", file=sys.stderr)
         return 1
+    if result.divergence is not None:     # the same contract and exit status as pflt run
+        atomic_write_text(out / "flower_history.json", json.dumps(result.history, indent=1))
+        atomic_write_text(out / "diverged.json", json.dumps(
+            {"round": result.divergence.round, "reason": str(result.divergence)}, indent=1))
+        print(f"pflt flower-sim: error: {result.divergence} (history in {out})",
+              file=sys.stderr)
+        return 1
     last = result.history[-1] if result.history else {}
     summary = {k: v for k, v in last.items()}
     summary["failures"] = result.failures
+    if notes:
+        summary["notes"] = notes
     if args.compare:
         from algorithms.engine.runner import run as run_engine
         model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
@@ -158,6 +177,18 @@ def _run_locked(args, options: dict) -> int:
         print(f"{key:<32}{value}")
     print(f"results: {out}/flower_history.json, {out}/flower_summary.json")
     return 0
+
+
+@contextlib.contextmanager
+def flower_log_level(level: str):
+    """Flower's logger (``flwr``) at ``level`` inside the block, as it was after."""
+    logger = logging.getLogger("flwr")
+    before = logger.level
+    logger.setLevel(logging.WARNING if level == "warning" else logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def options_algorithm(options: dict):

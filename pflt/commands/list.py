@@ -45,9 +45,11 @@ def collect(topic: str) -> list[dict[str, Any]]:
 
 def format_algorithm(entry: dict[str, Any]) -> str:
     """One algorithm as a text block: name, paper, summary, hyper-parameter table."""
+    from pflt.catalog import display_symbol
+
     lines = [f"{entry['name']}  —  {entry['summary']}", f"    paper: {entry['paper'] or '-'}"]
     for h in entry["hyperparameters"]:
-        symbol = f" ({h['symbol']})" if h["symbol"] else ""
+        symbol = f" ({display_symbol(h['name'], h['symbol'])})" if h["symbol"] else ""
         lines.append(f"    --{h['name'].replace('_', '-'):<22} = {h['default']!r:<12}"
                      f"{symbol} {h['help']}")
     return "\n".join(lines)

@@ -25,12 +25,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from pfl_theory.safe_files import atomic_write_text
 from pflt.cli import UserError
 from pflt.commands import run_options as opts
+
+if TYPE_CHECKING:
+    import torch
 
 
 def add_parser(sub) -> None:
@@ -86,6 +88,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     from algorithms.engine.runner import DivergenceError, run as run_rounds, run_config
     from pflt.commands.run_checks import check_memory
     from synthetic.sources import build_federation
+    import torch   # here, not at the top: pflt --help and pflt run --help import no torch
 
     out = Path(options["out"])
     algorithm = get_algorithm(options["algorithm"])(**options["hyperparameters"])
@@ -100,12 +103,19 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
     with np.errstate(over="ignore", invalid="ignore"):  # non-finite data are reported below
         fed = build_federation(spec, device=options["device"], dtype=dtype)
     if not (all_finite(fed.train.x) and all_finite(fed.test.x)):
+        from pflt.commands._run_data import scaling_options
         raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
-                        "(--synthetic-alpha/--synthetic-beta too large?)")
+                        f"({scaling_options(options)})")
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
     note = opts.schedule_note(algorithm, model, options["rounds"])
     if note:
         print(f"warning: {note}", file=sys.stderr)
+    notes = opts.inert_notes(algorithm, model)
+    leak = opts.test_split_reason(algorithm)
+    if leak:
+        print(f"warning: this run reads the test split: {leak}", file=sys.stderr)
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     if options.get("model_chosen"):
         print(f"{options['algorithm']} needs a layered model: using --model {options['model']} "
               "(pass --model to choose another)", file=sys.stderr)
@@ -135,12 +145,14 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
           f"model={options['model']}, device={fed.device}"
           + (f", resuming at round {state.round}" if state else ""), file=sys.stderr)
+    from algorithms.engine.communication import counting
     try:
-        result = run_rounds(algorithm, fed, model, rounds=options["rounds"],
-                            seed=options["seed"], eval_every=options["eval_every"],
-                            out_dir=out, progress=progress, state=state, history=history,
-                            checkpoint_every=options["checkpoint_every"], threads=threads,
-                            config=config)
+        with counting() as meter:
+            result = run_rounds(algorithm, fed, model, rounds=options["rounds"],
+                                seed=options["seed"], eval_every=options["eval_every"],
+                                out_dir=out, progress=progress, state=state,
+                                history=history, checkpoint_every=options["checkpoint_every"],
+                                threads=threads, config=config)
     except DivergenceError as exc:
         # the marker pflt compare reads: this run stopped by divergence, not by a kill
         atomic_write_text(out / "diverged.json", json.dumps(
@@ -149,15 +161,36 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         return None
     last = result.history.last()
     summary = {k: v for k, v in last.items() if not isinstance(v, (list, dict))}
+    if notes:
+        summary["notes"] = notes
+    if leak:
+        summary["reads_test_split"] = leak
+    comm = meter.per_round()
+    summary.update({f"communication_{k}_per_round": comm[k] for k in COMMUNICATION if comm})
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
-    _print_summary(last, out)
+    _print_summary(last, out, comm)
     return summary
+
+
+#: what ``summary.json`` says of the exchange, per round (:mod:`algorithms.engine.communication`)
+COMMUNICATION = ("down_numbers", "down_bytes", "up_numbers", "up_bytes")
+
+
+def communication_line(comm: dict) -> str:
+    """``communication per round: down … numbers (… MiB), up …`` (binary units)."""
+    from paper_figures.units import format_bytes
+
+    return (f"communication per round (all participants, mean of {comm['rounds']} round(s)): "
+            f"down {comm['down_numbers']:.4g} numbers ({format_bytes(comm['down_bytes'])}), "
+            f"up {comm['up_numbers']:.4g} numbers ({format_bytes(comm['up_bytes'])})")
 
 
 def all_finite(x: torch.Tensor, rows: int = 1 << 16) -> bool:
     """``torch.isfinite(x).all()`` a block of ``rows`` rows at a time: on the whole tensor
     its temporaries are ~1.6× ``x`` (1.3 GB for the 0.8 GB of ``pflt run --clients 10000``,
     which made it the run's peak memory)."""
+    import torch
+
     return all(bool(torch.isfinite(block).all()) for block in x.split(rows))
 
 
@@ -185,8 +218,10 @@ def summary_table(entry: dict) -> list[str]:
     return [fmt(head)] + [fmt(r) for r in rows]
 
 
-def _print_summary(entry: dict, out: Path) -> None:
+def _print_summary(entry: dict, out: Path, comm: dict | None = None) -> None:
     print(f"\nround {entry['round']}  ({entry.get('wall_seconds', 0):.1f} s)")
     for line in summary_table(entry):
         print(line)
+    if comm:
+        print(communication_line(comm))
     print(f"results: {out}/history.json, {out}/history.csv, {out}/summary.json")

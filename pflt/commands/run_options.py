@@ -69,17 +69,18 @@ def _widths(text: str):
 
 
 def hyperparameter_options() -> dict[str, tuple[type, str, list[str]]]:
-    """name → (type, help, algorithms having it), over all registered algorithms."""
-    from algorithms.engine.base import hyperparameters, registry
+    """name → (type, help, algorithms having it), over all registered algorithms (their
+    catalogue, :func:`pflt.catalog.algorithms`: no torch imported when it is cached)."""
+    from pflt import catalog
 
     found: dict[str, tuple[type, str, list[str]]] = {}
-    for name, cls in registry().items():
-        for f in hyperparameters(cls):
-            kind = type(f.default) if f.default is not None else str
-            if f.name in found:
-                found[f.name][2].append(name)
+    for info in catalog.algorithms():
+        for h in info.hyperparameters:
+            kind = type(h.default) if h.default is not None else str
+            if h.name in found:
+                found[h.name][2].append(info.name)
             else:
-                found[f.name] = (kind, f.metadata.get("help", ""), [name])
+                found[h.name] = (kind, h.help, [info.name])
     return found
 
 
@@ -91,12 +92,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
     """The options every algorithm shares (run, data)."""
-    from algorithms.engine.base import registry
+    from pflt.catalog import algorithm_names
 
     g = p.add_argument_group("run")
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
-    g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(registry())}")
+    g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(algorithm_names())}")
     g.add_argument("--model", default=None, choices=MODELS, metavar="NAME",
                    help="mlr (default; mlp for layer-wise methods), dnn, mlp, mlp-bn (BatchNorm: "
                         "fedbn, fedavg, local), cnn (CGPFL: 2 conv+2 FC), cnn3 (PPFE: 2 conv+"
@@ -144,19 +145,22 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--replace", type=_bool, default=False,
                    help="label-skew: draw samples with replacement (default false)")
     d.add_argument("--size-range", type=int, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="label-skew: client sizes uniform in [LO, HI]")
+                   help="label-skew: sizes U[LO, HI] (default: fit to the data)")
     d.add_argument("--dirichlet-alpha", type=float, default=0.5, help="dirichlet concentration")
     d.add_argument("--shift-rotation", type=float, default=45.0, metavar="DEG",
-                   help="feature-shift: rotations U[-DEG, DEG] (45; 0: non-images)")
+                   help="feature-shift: rotations U[-DEG, DEG] (default: 45; 0 for non-images)")
     d.add_argument("--shift-contrast", type=float, default=2.0, metavar="F",
-                   help="feature-shift: contrast log-uniform in [1/F, F] (2)")
+                   help="feature-shift: contrast in [1/F, F]")
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
-                   help="feature-shift: noise std U[0, S] (0.1)")
+                   help="feature-shift: noise std U[0, S]")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
                         "integer; none (the paper's sizes); auto (default: none unless the "
                         "synthetic features exceed 1 GiB, then the largest cap that fits)")
+    from pflt.commands._help import state_defaults
+
+    state_defaults(g._group_actions + d._group_actions)
 
 
 def add_hyperparameter_options(p: argparse.ArgumentParser) -> None:
@@ -189,25 +193,33 @@ def help_text(algorithm: str | None, description: str = "", *,
         if action.dest in config:
             action.help = f"{action.help} {_from(source, config[action.dest])}"
     if config:
-        p.epilog = (f"[{source}: value]: the value set by --config {source}, used unless "
-                    "the command line gives the option")
+        p.epilog = _epilog(f"[{source}: value]: the value set by --config {source}, used "
+                           "unless the command line gives the option")
     if algorithm is None:
         p.description = description
         p.epilog = ("Hyper-parameters depend on the algorithm; each has its own option "
                     "(e.g. --lam, --lr).  Show one algorithm's options with their defaults:\n"
                     "  pflt run --algorithm NAME --help\nAll algorithms: pflt list algorithms")
         return p.format_help()
-    info = catalog.algorithm_info(algorithm)
+    info = catalog.described(algorithm)
     p.description = (f"{info.name}: {info.summary}\npaper: {info.paper or '-'}\n"
                      f"implementation: {info.qualname}")
     h = p.add_argument_group(f"{info.name} hyper-parameters")
     for hp in info.hyperparameters:
-        symbol = f"{hp.symbol}: " if hp.symbol else ""
+        symbol = f"{hp.shown_symbol}: " if hp.symbol else ""
         mine = config.get(f"hp_{hp.name}")
         h.add_argument(hp.option, metavar=type(hp.default).__name__.upper(),
                        help=f"{symbol}{hp.help} (default: {hp.default!r})".replace("%", "%%")
                        + ("" if mine is None else " " + _from(source, mine)))
     return p.format_help()
+
+
+def _epilog(text: str) -> str:
+    """``text`` as argparse prints it: argparse %-formats an epilog (or description) only
+    when it holds ``%(prog)``, so then every ``%`` is doubled (a file named
+    ``x%(prog)s%d.toml`` raised TypeError)."""
+    escaped = text.replace("%", "%%")
+    return escaped if "%(prog)" in escaped else text
 
 
 def _from(source: str, value: Any) -> str:
@@ -271,18 +283,27 @@ def coerce(dest: str, value: Any, action: argparse.Action | None, where: str) ->
     return out if action.nargs not in (None, "?") else out[0]
 
 
-def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
-    path = Path(path)
+def read_toml(path: Path, what: str = "sweep file") -> dict:
+    """The TOML file ``path`` or a one-line :class:`UserError` (``what``: the file's role,
+    in the message for a file nested too deeply — a 3,000-deep list is a RecursionError
+    inside ``tomllib``)."""
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
     if not path.is_file():
         raise UserError(f"config {path} is not a file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not a UTF-8 text (TOML) file") from None
+    except RecursionError:
+        raise UserError(f"{path} is nested too deeply to be a {what}") from None
+
+
+def load_config(path: str | Path, valid: set[str]) -> dict[str, Any]:
+    path = Path(path)
+    raw = read_toml(path, "config file")
     flat: dict[str, Any] = {}
     for key, value in raw.items():
         if isinstance(value, dict) and key in ("hyperparameters", "data", "run"):
@@ -402,6 +423,27 @@ def default_rounds(algorithm) -> int:
     :data:`DEFAULT_ROUNDS`."""
     own = getattr(algorithm, "schedule_rounds", None)
     return int(own()) if callable(own) else DEFAULT_ROUNDS
+
+
+def inert_notes(algorithm, model) -> list[str]:
+    """One note per hyper-parameter that cannot change this run's result with this model
+    (the algorithm's ``inert_hyperparameters(model)``: FedProto's and FedPAC's λ, pFedFDA's
+    η with ``--model mlr``), naming its option, its value and why."""
+    inert = getattr(algorithm, "inert_hyperparameters", None)
+    if not callable(inert):
+        return []
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    return [f"{name}: --{hp.replace('_', '-')} {getattr(algorithm, hp)!r} cannot change the "
+            f"result ({why})" for hp, why in inert(model).items()]
+
+
+def test_split_reason(algorithm) -> str | None:
+    """Why the algorithm, as configured, reads its clients' test split (its
+    ``reads_test_split()``: Per-FedAvg's non-default ``adapt_on='test'``), else ``None``.
+    Such a run's accuracies are not held-out accuracies; ``engine.train_test_isolation``
+    flags the same configurations."""
+    reads = getattr(algorithm, "reads_test_split", None)
+    return reads() if callable(reads) else None
 
 
 def schedule_note(algorithm, model, rounds: int) -> str | None:

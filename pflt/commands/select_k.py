@@ -45,12 +45,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from pflt.cli import UserError
 from pflt.commands._validation_cli import add_fold_options, check_fold_options, progress_bar
 from pflt.commands._device import add_device_option, with_device
+
+if TYPE_CHECKING:   # numpy is imported where it is used: pflt --help imports none
+    import numpy as np
 
 SAMPLES_PER_CLIENT_DEFAULT = 100
 CRITERIA = ("loss", "accuracy")   # --criterion (algorithms.methods.clustered.cgpfl_validation.CRITERIA)
@@ -123,6 +125,8 @@ def add_parser(subparsers) -> None:
 
 
 def _load_npy(path: Path, what: str) -> np.ndarray:
+    import numpy as np
+
     if not path.is_file():
         raise UserError(f"{what} file not found: {path}")
     try:
@@ -132,6 +136,8 @@ def _load_npy(path: Path, what: str) -> np.ndarray:
 
 
 def _models(args) -> tuple[np.ndarray, np.ndarray | None, dict]:
+    import numpy as np
+
     if args.models is not None:
         x = _load_npy(args.models, "--models")
         if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
@@ -159,6 +165,8 @@ def _models(args) -> tuple[np.ndarray, np.ndarray | None, dict]:
 
 
 def _sample_counts(args, n: int, info: dict) -> tuple[object, str]:
+    import numpy as np
+
     if args.client_sizes is not None:
         sizes = _load_npy(args.client_sizes, "--client-sizes").astype(np.float64)
         if sizes.shape != (n,):
@@ -273,6 +281,8 @@ def _run_validation(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from pfl_theory.cgpfl import select_k
     from pfl_theory.cgpfl_selection import bic_curve
     from pfl_theory.threads import set_torch_threads

@@ -41,7 +41,6 @@ import argparse
 import json
 from pathlib import Path
 
-from pfl_theory.ppfe_bounds import kappa0_from_ingredients, select_stages
 from pflt.commands._validation_cli import add_fold_options
 from pflt.commands._device import add_device_option, with_device
 
@@ -161,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("gamma", "n"):
         if name not in inputs:
             raise UserError(f"--{name} is required (or --from-run with a run that provides it)")
+    from pfl_theory.ppfe_bounds import kappa0_from_ingredients, select_stages
+
     kappa0 = args.kappa0 if args.kappa0 is not None else kappa0_from_ingredients(
         loss_bound=args.loss_bound, coef_bound=args.coef_bound, eps_alpha=args.eps_alpha)
     inputs.update(kappa0=kappa0, kappa0_source="--kappa0" if args.kappa0 is not None else

@@ -38,7 +38,8 @@ from pathlib import Path
 from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text, safe_subdir
 from pflt.cli import UserError
 from pflt.commands._sweep_input import (check_algorithm_tables, check_size, check_values,
-                                        read_toml, to_toml)
+                                        to_toml)
+from pflt.commands.run_options import read_toml
 from pflt.out_lock import out_dir
 
 

@@ -15,10 +15,12 @@ everything is written aside first, so an error or a full disk leaves the previou
 as they were); report.md groups the checks by verdict. Exit code 0 when every
 check ran (HOLDS, FAILS, ERRATUM, INCONCLUSIVE or VACUOUS — a FAILS is a finding about the
 paper or our reading of it, not a crash; a VACUOUS bound holds but says nothing beyond its
-trivial bound), 1 if any check ended in ERROR,
-2 for a usage error. With ``--list``, exit 1 if a check module fails to import.  The table
+trivial bound; NOT RUN: an optional dependency is missing, counted apart with its reason),
+1 if any check ended in ERROR — or in a verdict listed by ``--fail-on`` (for CI:
+``pflt verify --quick --fail-on FAILS,ERROR``), 2 for a usage error. With ``--list``, exit 1 if a check module fails to import.  The table
 ends with the sensitivity line: the median factor on the theoretical side that would flip a
-check's verdict ("this suite detects formula errors larger than …", per kind).
+check's verdict, for the claims against measurements and, apart, for the identity checks
+(code equals our reading of the papers); FAILS and ERRATUM are left out of it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,27 @@ from pflt.cli import UserError
 from pflt.out_lock import out_path
 from pflt.commands._device import add_device_option, with_device
 
-from verification.core.registry import KINDS
+from verification.core.registry import KINDS, Verdict
+
+
+def fail_on(text: str) -> frozenset[str]:
+    """``FAILS,ERROR`` → the verdict values (case-insensitive; ``NOT_RUN`` = ``NOT RUN``);
+    an unknown name is a usage error naming the known ones."""
+    known = {v.value: v.value for v in Verdict}
+    known.update({v.name: v.value for v in Verdict})
+    out = set()
+    for item in text.split(","):
+        name = item.strip().upper()
+        if not name:
+            continue
+        if name not in known:
+            raise argparse.ArgumentTypeError(
+                f"unknown verdict {item.strip()!r}; known: "
+                f"{', '.join(v.name for v in Verdict)}")
+        out.add(known[name])
+    if not out:
+        raise argparse.ArgumentTypeError("--fail-on names no verdict (e.g. FAILS,ERROR)")
+    return frozenset(out)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -54,6 +76,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", type=out_path, default=Path("verify_out"),
                    help="output directory for report.md, results.json and figures "
                    "(default: verify_out)")
+    p.add_argument("--fail-on", metavar="VERDICTS", type=fail_on, action="append",
+                   default=None,
+                   help="exit 1 when any check ends in one of these verdicts (comma-separated, "
+                   "e.g. FAILS,ERROR; repeatable). Default: exit 1 only on ERROR — a FAILS is "
+                   "a finding, not a crash")
     p.add_argument("--list", action="store_true",
                    help="list the registered checks (after --only/--kind) and exit")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
@@ -112,4 +139,10 @@ def run(args: argparse.Namespace) -> int:
                                       progress=not args.no_progress, echo=False)
     print(format_table(suite, width=None if args.wide else CONSOLE_CELL))
     print(f"wrote {out / 'report.md'} and {out / 'results.json'}")
+    listed = frozenset().union(*args.fail_on) if args.fail_on else frozenset()
+    hit = sorted({run.verdict.value for run in suite.runs} & listed)
+    if hit:
+        print(f"exit 1: --fail-on {','.join(sorted(listed))} and the run has "
+              f"{', '.join(hit)}")
+        return 1
     return suite.exit_code

@@ -7,7 +7,7 @@ Examples::
     pflt worst-case --algorithm pfedme --prox steps --inner-steps 2 --rounds 2 --json
     pflt worst-case --algorithm pfedme --nonconvex --lam 3 --L 1 --lr 0.01 --rounds 2
     pflt worst-case --algorithm fedavg --lr 1.5 --local-rounds 2 --rounds 2 --mu 0.1 --L 1
-    pflt worst-case --algorithm cgpfl --contexts 1 --clients 2 --rounds 3 --local-rounds 2 \
+    pflt worst-case --algorithm cgpfl --contexts 1 --clients 2 --rounds 3 --local-rounds 2 \\
         --lam 3 --L 1 --alpha 1          # β: the theorem's largest unless --beta is given
 
 A performance-estimation problem (PEPit, the ``[pep]`` extra) computes the worst case over
@@ -34,43 +34,140 @@ import argparse
 import json
 
 from pflt.cli import UserError
+from pflt.commands._help import state_defaults
+
+
+#: every option's default (argparse's are None, so that an option given can be told from
+#: one left out: an option that does not apply to the method is refused, not ignored)
+DEFAULTS = {"prox": "exact", "inner_steps": 1, "personal_lr": None, "clients": 2, "rounds": 3,
+            "local_rounds": 5, "contexts": 1, "beta": None, "alpha": 1.0, "lr": 0.05,
+            "lam": 15.0, "mu": 0.1, "L": 1.0, "sigma_sq": 0.0, "delta0": 1.0,
+            "noise_sq": None, "batch_size": 1, "inner_accuracy": 0.0, "delta_sq": None,
+            "sampled": None}
+COMMON = {"clients", "rounds", "local_rounds", "L", "delta0"}
+#: the options each method reads (``--solver``, ``--json``, ``--no-contraction``: all)
+APPLIES = {
+    "pfedme": COMMON | {"prox", "inner_steps", "personal_lr", "beta", "lr", "lam", "mu",
+                        "sigma_sq", "noise_sq", "batch_size", "inner_accuracy", "delta_sq",
+                        "sampled"},
+    "fedavg": COMMON | {"lr", "mu", "sigma_sq", "noise_sq", "batch_size", "sampled"},
+    "cgpfl": COMMON | {"contexts", "beta", "alpha", "lam"},
+}
+#: the options read only under another option of the same method
+REQUIRES = {"inner_steps": ("prox", "steps"), "personal_lr": ("prox", "steps"),
+            "inner_accuracy": ("prox", "exact"), "delta_sq": ("prox", "exact")}
+INTEGERS = ("inner_steps", "clients", "rounds", "local_rounds", "contexts", "batch_size",
+            "sampled")
+
+APPLICABILITY = """
+Which options apply (an option that does not apply to --algorithm is refused):
+  all methods        --clients --rounds --local-rounds --L --delta0 --solver --json
+                     --no-contraction
+  pfedme             --prox --beta (server mixing) --lr --lam --mu --nonconvex --sigma-sq
+                     --noise-sq --batch-size --sampled; with --prox steps: --inner-steps
+                     --personal-lr; with --prox exact: --inner-accuracy --delta-sq
+  fedavg             --lr --mu --sigma-sq --noise-sq --batch-size --sampled
+  cgpfl              --contexts --beta (local step) --alpha --lam
+
+Randomness (pFedMe, FedAvg; docs/worst_case.md "Stochastic worst cases"):
+  --noise-sq V       unbiased stochastic gradients, variance ≤ V per sample (pFedMe A2's
+                     γ_f²), V/|D| per mini-batch; pFedMe's exact prox becomes an inexact one
+                     with E‖∇h(θ̃)‖² ≤ 2(ν + V/|D|) (Lemma 1's proof).  The worst case is the
+                     expected-Gram relaxation: an upper bound of the worst expectation over
+                     every noise law (valid, not exact); V = 0 is the deterministic one.
+  --inner-accuracy ν pFedMe eq. 8's inner accuracy (‖∇h(θ̃)‖² ≤ ν without noise)
+  --delta-sq δ²      pFedMe Lemma 1's criterion itself: E‖θ̃ − θ̂‖² ≤ δ²
+  --sampled S        S of N clients uniformly per round, every subset enumerated (N ≤ 4)
+"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "worst-case", help="exact worst case (PEP) of pFedMe / FedAvg / CGPFL beside the paper's bound",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__, epilog=APPLICABILITY.replace("%", "%%"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algorithm", choices=("pfedme", "fedavg", "cgpfl"), default="pfedme")
-    p.add_argument("--prox", choices=("exact", "steps"), default="exact",
-                   help="pFedMe's inner solve: the exact prox or K gradient steps")
-    p.add_argument("--inner-steps", type=int, default=1, metavar="K",
+    p.add_argument("--prox", choices=("exact", "steps"), default=None,
+                   help="pFedMe's inner solve: the exact prox (default) or K gradient steps")
+    p.add_argument("--inner-steps", type=int, default=None, metavar="K",
                    help="inner gradient steps K with --prox steps (default 1; T·R·K ≤ 24)")
     p.add_argument("--personal-lr", type=float, default=None, metavar="ETA_P",
                    help="inner step η_p with --prox steps (default 1/(L + λ))")
-    p.add_argument("--clients", type=int, default=2, metavar="N")
-    p.add_argument("--rounds", type=int, default=3, metavar="T")
-    p.add_argument("--local-rounds", type=int, default=5, metavar="R")
-    p.add_argument("--contexts", type=int, default=1, metavar="K",
-                   help="CGPFL: number of contexts K (--clients must be a multiple)")
+    p.add_argument("--clients", type=int, default=None, metavar="N", help="N (default 2)")
+    p.add_argument("--rounds", type=int, default=None, metavar="T", help="T (default 3)")
+    p.add_argument("--local-rounds", type=int, default=None, metavar="R", help="R (default 5)")
+    p.add_argument("--contexts", type=int, default=None, metavar="K",
+                   help="CGPFL: number of contexts K (--clients must be a multiple; default 1)")
     p.add_argument("--beta", type=float, default=None,
                    help="pFedMe's server mixing β (default 1); CGPFL's local step β "
                         "(default: the theorem's largest)")
-    p.add_argument("--alpha", type=float, default=1.0, help="CGPFL's server step α ≤ 1")
-    p.add_argument("--lr", type=float, default=0.05, help="local step η")
-    p.add_argument("--lam", type=float, default=15.0, help="pFedMe's λ")
-    p.add_argument("--mu", type=float, default=0.1, help="strong convexity μ of the clients")
-    p.add_argument("--L", type=float, default=1.0, help="smoothness L of the clients")
+    p.add_argument("--alpha", type=float, default=None, help="CGPFL's server step α ≤ 1 "
+                   "(default 1)")
+    p.add_argument("--lr", type=float, default=None, help="local step η (default 0.05)")
+    p.add_argument("--lam", type=float, default=None, help="pFedMe's / CGPFL's λ (default 15)")
+    p.add_argument("--mu", type=float, default=None,
+                   help="strong convexity μ of the clients (default 0.1)")
+    p.add_argument("--L", type=float, default=None, help="smoothness L of the clients (default 1)")
     p.add_argument("--nonconvex", action="store_true",
                    help="L-smooth non-convex clients (pFedMe Theorem 2; identical clients)")
-    p.add_argument("--sigma-sq", type=float, default=0.0, metavar="S2",
+    p.add_argument("--sigma-sq", type=float, default=None, metavar="S2",
                    help="heterogeneity bound σ² on (1/N)Σ‖∇F_i(w*)‖² (default 0)")
-    p.add_argument("--delta0", type=float, default=1.0, metavar="D0",
+    p.add_argument("--delta0", type=float, default=None, metavar="D0",
                    help="Δ₀ = ‖w⁰ − w*‖² (Theorem 2: F(w⁰) − F(w_T)) bound (default 1)")
+    p.add_argument("--noise-sq", type=float, default=None, metavar="V",
+                   help="gradient noise: variance ≤ V per sample (default: exact gradients)")
+    p.add_argument("--batch-size", type=int, default=None, metavar="D",
+                   help="mini-batch |D| dividing the noise (default 1; needs --noise-sq)")
+    p.add_argument("--inner-accuracy", type=float, default=None, metavar="NU",
+                   help="pFedMe's inner accuracy ν of eq. 8 (default 0: exact)")
+    p.add_argument("--delta-sq", type=float, default=None, metavar="D2",
+                   help="pFedMe's δ² of Lemma 1: E‖θ̃ − θ̂‖² ≤ δ² (default: none)")
+    p.add_argument("--sampled", type=int, default=None, metavar="S",
+                   help="clients sampled per round, every subset enumerated (default N)")
     p.add_argument("--solver", choices=("clarabel", "scs"), default="clarabel")
     p.add_argument("--no-contraction", action="store_true",
                    help="skip the one-round ρ and the largest contracting step (bisection)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    state_defaults(p._actions)
     p.set_defaults(func=run)
+
+
+def resolve(args: argparse.Namespace) -> argparse.Namespace:
+    """Refuse options that do not apply and bad numbers (one line, before any solve);
+    fill in the defaults."""
+    from verification.worst_case.analysis import check_number
+
+    given = {k for k in DEFAULTS if getattr(args, k, None) is not None}
+    applies = APPLIES[args.algorithm]
+    if args.nonconvex:
+        if args.algorithm != "pfedme":
+            raise UserError("--nonconvex is pFedMe's Theorem 2; it does not apply to "
+                            f"{args.algorithm}")
+        applies = applies - {"mu"}
+    for key in sorted(given):
+        flag = "--" + key.replace("_", "-")
+        if key not in applies:
+            raise UserError(f"{flag} does not apply to --algorithm {args.algorithm}"
+                            f"{' --nonconvex' if args.nonconvex else ''} (see --help: which "
+                            f"options apply)")
+        if key in REQUIRES:
+            opt, value = REQUIRES[key]
+            if (getattr(args, opt) or DEFAULTS[opt]) != value:
+                raise UserError(f"{flag} applies only with --{opt} {value}")
+        if key in INTEGERS:
+            if getattr(args, key) < 1:
+                raise UserError(f"{flag} must be an integer >= 1, got {getattr(args, key)}")
+        elif key != "prox":
+            try:
+                check_number(flag, getattr(args, key),
+                             positive=key not in ("sigma_sq", "noise_sq", "inner_accuracy",
+                                                  "delta_sq"))
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+    for key, default in DEFAULTS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, default)
+    return args
 
 
 def cgpfl_setting(args: argparse.Namespace):
@@ -91,19 +188,25 @@ def cgpfl_setting(args: argparse.Namespace):
 
 
 def setting(args: argparse.Namespace):
+    from verification.worst_case.analysis import validate
     from verification.worst_case.problems import Setting
 
     inner = None
     if args.algorithm == "pfedme" and args.prox == "steps":
         eta_p = args.personal_lr if args.personal_lr is not None else 1.0 / (args.L + args.lam)
         inner = (args.inner_steps, eta_p)
-    if args.nonconvex and args.algorithm != "pfedme":
-        raise UserError("--nonconvex is pFedMe's Theorem 2; FedAvg has no such bound here")
-    return Setting(method=args.algorithm, clients=args.clients, rounds=args.rounds,
-                   local_rounds=args.local_rounds, lr=args.lr, lam=args.lam,
-                   beta=1.0 if args.beta is None else args.beta,
-                   mu=None if args.nonconvex else args.mu, L=args.L, inner=inner,
-                   sigma_sq=args.sigma_sq, Delta0=args.delta0)
+    s = Setting(method=args.algorithm, clients=args.clients, rounds=args.rounds,
+                local_rounds=args.local_rounds, lr=args.lr, lam=args.lam,
+                beta=1.0 if args.beta is None else args.beta,
+                mu=None if args.nonconvex else args.mu, L=args.L, inner=inner,
+                sigma_sq=args.sigma_sq, Delta0=args.delta0, noise_sq=args.noise_sq,
+                batch_size=args.batch_size, inner_accuracy=args.inner_accuracy,
+                delta_sq=args.delta_sq, sampled=args.sampled)
+    try:
+        validate(s)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return s
 
 
 def _bisection_line(factor: float, certified: bool) -> None:
@@ -115,8 +218,11 @@ def _bisection_line(factor: float, certified: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from verification.worst_case.pep import PEPUnavailable
 
+    args = resolve(args)
     if args.algorithm == "cgpfl":
         from verification.worst_case import cgpfl_analysis as ca
 
@@ -130,6 +236,9 @@ def run(args: argparse.Namespace) -> int:
         res = analyse(s, solver=args.solver, **kwargs)
     except PEPUnavailable as exc:
         raise UserError(str(exc)) from None
+    except ArithmeticError as exc:     # unbounded PEP, or both solvers failed
+        print(f"pflt worst-case: the SDP gave no worst case: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(res, indent=1, default=str))
         return 0
@@ -148,8 +257,9 @@ def verdict_line(res: dict) -> str:
     tol = ACCURACY.get(res["status"], INACCURATE)
     ratio = res["worst_case"] / res["bound"]
     held = all(res["hypotheses"].values())
-    relaxed = res["metric"] == "grad_sq_avg"
-    kind = "relaxed F(w_T) ≥ F*: an upper bound" if relaxed else "exact"
+    relaxed = res["metric"] == "grad_sq_avg" or not res.get("exact", True)
+    kind = ("expected-Gram relaxation: an upper bound" if not res.get("exact", True) else
+            "relaxed F(w_T) ≥ F*: an upper bound" if relaxed else "exact")
     if ratio > 1 + tol:
         where = ("with every hypothesis met: a counterexample" if held and not relaxed else
                  "with every hypothesis met (relaxed PEP: not a proof)" if held else
@@ -165,6 +275,26 @@ def _mark(ok: bool) -> str:
     return "yes" if ok else "NO"
 
 
+def _randomness(s: dict) -> str:
+    parts = []
+    if s.get("noise_sq") is not None:
+        parts.append(f"noise γ² = {s['noise_sq']:g} per sample, |D| = {s['batch_size']}")
+    if s.get("inner_accuracy"):
+        parts.append(f"ν = {s['inner_accuracy']:g}")
+    if s.get("delta_sq") is not None:
+        parts.append(f"δ² = {s['delta_sq']:g}")
+    if s.get("sampled") is not None:
+        parts.append(f"S = {s['sampled']} of N = {s['clients']} (all subsets)")
+    return ("randomness: " + ", ".join(parts)) if parts else ""
+
+
+def _measured_line(res: dict) -> str:
+    if res.get("measured_se"):
+        return (f"  measured (engine, noisy quadratic instance, mean ± se over 16 seeds) "
+                f"{res['measured']:.6g} ± {res['measured_se']:.2g}")
+    return f"  measured (engine, quadratic instance) {res['measured']:.6g}"
+
+
 def render(res: dict) -> str:
     """The human-readable report of :func:`verification.worst_case.analysis.analyse`."""
     s = res["setting"]
@@ -174,12 +304,19 @@ def render(res: dict) -> str:
     lines = [f"{s['method']}{prox}: N = {s['clients']}, T = {s['rounds']}, R = "
              f"{s['local_rounds']}, η = {s['lr']:g}, λ = {s['lam']:g}, β = {s['beta']:g}, "
              f"μ = {s['mu']}, L = {s['L']:g}, σ² = {s['sigma_sq']:g}, Δ₀ = {s['Delta0']:g}",
-             f"metric: {res['metric']}  ({res['theorem']})",
-             f"  measured (engine, quadratic instance) {res['measured']:.6g}",
-             f"  worst case (exact PEP, {res['solver']} {res['status']}, Gram "
+             *([line] if (line := _randomness(s)) else []),
+             f"metric: {res['metric']}  ({res['theorem']})"
+             + (f", bound with δ² = {res['delta_sq']:.4g}" if res.get("delta_sq") else ""),
+             _measured_line(res),
+             f"  worst case ({'exact PEP' if res.get('exact', True) else 'PEP, valid upper bound'}"
+             f", {res['solver']} {res['status']}, Gram "
              f"{res['gram_size']}, {res['seconds']:.2f} s) {res['worst_case']:.6g}",
              f"  paper bound (hidden constants 1) {res['bound']:.6g}   bound/worst "
              f"{res['looseness']:.4g}"]
+    if "worst_case_theorem_condition" in res:
+        w = res["worst_case_theorem_condition"]
+        lines.append(f"  with the theorem's own F(w⁰) − F* ≤ Δ₀ (a value below every evaluated "
+                     f"f): worst case {w:.6g}, bound/worst {res['bound'] / w:.4g}")
     if "terms" in res:
         lines.append("    terms: " + ", ".join(f"{k} {v:.4g}" for k, v in res["terms"].items()))
     lines.append("  hypotheses: " + ", ".join(f"{k}: {_mark(v)}"

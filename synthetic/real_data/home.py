@@ -12,9 +12,9 @@ package installs it: Fashion-MNIST in ``/usr/share/datasets/fashion-mnist`` (Deb
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
+from pfl_theory.user_cache import user_cache_dir
 from synthetic.real_data import registry
 from synthetic.real_data.validate import find_file
 
@@ -26,13 +26,7 @@ def data_home() -> Path:
     env = os.environ.get("PFLT_DATA")
     if env:
         return Path(env).expanduser()
-    if sys.platform == "darwin":
-        cache = Path.home() / "Library" / "Caches"
-    elif os.name == "nt":
-        cache = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "pfl-theory" / "data"
+    return user_cache_dir() / "data"
 
 
 def candidate_dirs(name: str) -> list[Path]:

@@ -5,17 +5,16 @@ independent per-client loop written from Algorithm 2 of Sattler et al., IEEE TNN
 models and assignments over rounds that split; cutting the strongest instead of the
 weakest link is caught; on two incongruent groups the split separates them."""
 
-import itertools
 
 import numpy as np
 import pytest
 import torch
 
-from algorithms.engine.base import sample_clients
 from algorithms.methods.clustered.cfl import CFL, cosine_similarity_matrix, optimal_bipartition
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.engine.models import MLR
 from synthetic.federation import Federation
+from verification.oracles.clustered import brute_force_bipartition, cfl_round as oracle_round
 
 SEED = 2
 
@@ -55,70 +54,11 @@ def test_never_splitting_is_fedavg_bit_for_bit(fed, model, never):
                for k in sb.models["global"])
 
 
-def brute_force_bipartition(sim: torch.Tensor) -> torch.Tensor:
-    """argmin over all bipartitions of the largest cross similarity (the side without 0)."""
-    m = sim.shape[0]
-    best, side = None, None
-    for bits in itertools.product([False, True], repeat=m - 1):
-        mask = torch.tensor((False, *bits))
-        if not mask.any():
-            continue
-        cross = float(sim[~mask][:, mask].max())
-        if best is None or cross < best:
-            best, side = cross, mask
-    return side
-
-
 @pytest.mark.parametrize("seed", range(5))
 def test_bipartition_is_the_brute_force_optimum(seed):
     g = torch.Generator().manual_seed(seed)
     sim = cosine_similarity_matrix(torch.randn(7, 4, generator=g, dtype=torch.float64))
     assert torch.equal(optimal_bipartition(sim), brute_force_bipartition(sim))
-
-
-def oracle_round(alg, state, fed, model, *, cut="weakest"):
-    """One CFL round, client by client: SGD from the cluster model by autograd; per cluster
-    the weighted mean update norm and the largest update norm against ε1, ε2; split by
-    brute force (``cut="strongest"``: the wrong variant, the most similar pair apart); new
-    clusters appended in order; weighted means."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
-    clusters = [{k: v[j:j + 1] for k, v in state.models["clusters"].items()}
-                for j in range(next(iter(state.models["clusters"].values())).shape[0])]
-    labels = state.tensors["assignment"].clone()
-    theta, delta = {}, {}
-    for i in chosen:
-        w = {k: v.clone() for k, v in clusters[int(labels[i])].items()}
-        for r in range(alg.local_rounds):
-            x, y = fed.train.gather(batches[r, i:i + 1])
-            g, _ = model.autograd_grad(w, x, y)
-            w = {k: w[k] - alg.lr * g[k] for k in w}
-        theta[i] = w
-        delta[i] = torch.cat([(w[k] - clusters[int(labels[i])][k]).flatten() for k in w])
-    for c in range(len(clusters)):
-        members = [i for i in chosen if int(labels[i]) == c]
-        if len(members) < 3 or state.round < alg.split_after:
-            continue
-        n = torch.tensor([float(fed.train.counts[i]) for i in members], dtype=torch.float64)
-        mean = sum(n[j] / n.sum() * delta[i] for j, i in enumerate(members))
-        largest = max(float(delta[i].norm()) for i in members)
-        if float(mean.norm()) < alg.eps1 and largest > alg.eps2:
-            d = torch.stack([delta[i] for i in members])
-            sim = (d @ d.T) / (d.norm(dim=1)[:, None] * d.norm(dim=1)[None, :])
-            side = brute_force_bipartition(sim if cut == "weakest" else -sim)
-            clusters.append(dict(clusters[c]))
-            for j, i in enumerate(members):
-                if side[j]:
-                    labels[i] = len(clusters) - 1
-    for c in range(len(clusters)):
-        members = [i for i in chosen if int(labels[i]) == c]
-        if members:
-            tot = sum(int(fed.train.counts[i]) for i in members)
-            clusters[c] = {k: sum(int(fed.train.counts[i]) / tot * theta[i][k] for i in members)
-                           for k in clusters[c]}
-    stacked = {k: torch.cat([c[k] for c in clusters]) for k in clusters[0]}
-    return state.next({"clusters": stacked}, {"assignment": labels})
 
 
 def _max_diff(a, b):

@@ -79,3 +79,61 @@ def test_a_context_count_may_change_but_not_the_client_count():
     check_layout(grown, STATE, "c.pt", num_clients=4, client_models=("local",))
     assert _digest(layout(grown.models, grown.tensors)) != _digest(layout(STATE.models,
                                                                           STATE.tensors))
+
+
+class _Hostile:
+    """A pickle that would run a command when loaded unsafely."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _hostile_pickle(path, marker):
+    torch.save({"format": 2, "x": _Hostile(marker)}, path)
+
+
+@pytest.mark.parametrize("content", ["empty", "random", "hostile", "truncated", "text"])
+def test_a_damaged_or_unsafe_file_is_refused_without_unsafe_advice(tmp_path, content):
+    """An empty file said "cannot read checkpoint …:" with nothing after the colon, random
+    bytes "list index out of range", a hostile pickle torch's advice cut off at "Re-running
+    `torch.load` with `weights_only` set to `False`"."""
+    import os
+
+    path, marker = tmp_path / "checkpoint.pt", tmp_path / "pwned"
+    if content == "empty":
+        path.write_bytes(b"")
+    elif content == "random":
+        path.write_bytes(os.urandom(4096))
+    elif content == "text":
+        path.write_text("not a checkpoint\n")
+    elif content == "hostile":
+        _hostile_pickle(path, marker)
+    else:
+        save_checkpoint(path, State(1, 0, {"m": {"w": torch.ones(3, 2)}}, {}), FedAvg())
+        path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: refused: not a pfl-theory checkpoint (unsafe or damaged")
+    assert "weights_only" not in message and "\n" not in message
+    assert not marker.exists()
+
+
+def test_resume_from_a_hostile_checkpoint_is_one_line(tmp_path, capsys):
+    from pflt.cli import main
+
+    out = tmp_path / "run"
+    argv = ["run", "--algorithm", "fedavg", "--clients", "3", "--clients-per-round", "3",
+            "--rounds", "2", "--checkpoint-every", "1", "--no-progress", "--out", str(out)]
+    assert main(argv) == 0
+    _hostile_pickle(out / "checkpoint.pt", tmp_path / "pwned")
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--rounds", "3", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pflt run: error:") and "\n" not in err
+    assert "refused: not a pfl-theory checkpoint (unsafe or damaged" in err
+    assert not (tmp_path / "pwned").exists()

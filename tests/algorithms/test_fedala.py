@@ -7,13 +7,12 @@ clipping is caught."""
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-from algorithms.engine.base import sample_clients
 from algorithms.methods.decoupled.fedala import FedALA, ala_mix
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.engine.models import DNN
 from synthetic.federation import Federation
+from verification.oracles.decoupled import fedala_round as oracle_round
 
 SEED = 8
 
@@ -54,57 +53,6 @@ def test_mix_is_the_papers_formula(model):
     for k in w:   # eq. 4: Θ_i + (Θ − Θ_i) ⊙ W (float32 rounding of two forms)
         torch.testing.assert_close(mixed[k], loc[k] + (g[k] - loc[k]) * w[k])
     assert torch.equal(mixed["fc1.weight"], g["fc1.weight"])      # lower layers: Θ
-
-
-def oracle_round(alg, state, fed, model, *, clip=True):
-    """One FedALA round, client by client: W by autograd on L(Θ_i + (Θ − Θ_i) ⊙ W) (lower
-    layers = Θ), clipped to [0, 1] (``clip=False``: the wrong variant), ala_start_steps in
-    the client's first ALA, none while Θ_i = Θ on the higher layers; R SGD steps; FedAvg."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen)
-    most = max(alg.ala_steps, alg.ala_start_steps)
-    ala_b = fed.sample_batches(most, alg.batch_size, state.generator(1))[:, chosen]
-    theta = {k: v[0] for k, v in state.models["global"].items()}
-    locals_ = {k: v.clone() for k, v in state.models["local"].items()}
-    weights = {k: v.clone() for k, v in state.models["ala_weights"].items()}
-    started = state.tensors["ala_started"].clone()
-    total = sum(int(fed.train.counts[i]) for i in chosen)
-    mean = {k: torch.zeros_like(v) for k, v in theta.items()}
-
-    def loss(p, x, y):
-        h = torch.relu(x @ p["fc1.weight"] + p["fc1.bias"])
-        return F.cross_entropy(h @ p["fc2.weight"] + p["fc2.bias"], y)
-
-    for j, i in enumerate(chosen.tolist()):
-        loc = {k: v[i] for k, v in locals_.items()}
-        w = {k: v[i].clone() for k, v in weights.items()}
-        differs = any(bool((theta[k] != loc[k]).any()) for k in w)
-        steps = 0 if not differs else (alg.ala_steps if started[i] else alg.ala_start_steps)
-        for s in range(steps):
-            x, y = fed.train.gather(ala_b[s, j])
-            leaves = {k: v.clone().requires_grad_(True) for k, v in w.items()}
-            mixed = {k: loc[k] + (theta[k] - loc[k]) * leaves[k] if k in w else theta[k]
-                     for k in theta}
-            grads = torch.autograd.grad(loss(mixed, x, y), list(leaves.values()))
-            w = {k: (w[k] - alg.ala_lr * g) for k, g in zip(w, grads)}
-            w = {k: v.clamp(0, 1) if clip else v for k, v in w.items()}
-        p = {k: (loc[k] + (theta[k] - loc[k]) * w[k] if k in w else theta[k]).detach()
-             for k in theta}
-        for r in range(alg.local_rounds):
-            x, y = fed.train.gather(batches[r, i])
-            leaves = {k: v.clone().requires_grad_(True) for k, v in p.items()}
-            grads = torch.autograd.grad(loss(leaves, x, y), list(leaves.values()))
-            p = {k: p[k] - alg.lr * g for k, g in zip(p, grads)}
-        for k in locals_:
-            locals_[k][i] = p[k]
-        for k in weights:
-            weights[k][i] = w[k]
-        started[i] = 1.0 if differs else started[i]
-        for k in mean:
-            mean[k] = mean[k] + int(fed.train.counts[i]) / total * p[k]
-    return state.next({"global": {k: v.unsqueeze(0) for k, v in mean.items()}, "local": locals_,
-                       "ala_weights": weights}, {"ala_started": started})
 
 
 def _max_diff(a, b):

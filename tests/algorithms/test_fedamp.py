@@ -3,16 +3,15 @@ over clients and pairs, float64, the engine's mini-batch indices) for both atten
 rules, the mutation it catches, the reduction HeurFedAMP ξ_ii = 1, λ = 0 = local training
 bit for bit, and the refused α/σ."""
 
-import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import algorithms.methods.clustered.fedamp as fedamp
 from algorithms.methods.clustered.fedamp import FedAMP
 from algorithms.engine.models import DNN
 from algorithms.engine.steps import local_sgd
+from verification.oracles.clustered_soft import fedamp_oracle as oracle
 
 C = 4
 # float64: sums over 6 clients and a few hundred parameters in another order
@@ -27,53 +26,6 @@ def model():
 def _alg(**kw):
     return FedAMP(**{"lam": 1.0, "alpha": 0.2, "sigma": 2.0, "lr": 0.1, "local_rounds": 3,
                      "batch_size": 5, "clients_per_round": 3, **kw})
-
-
-def o_forward(p, x):
-    return torch.relu(x @ p["fc1.weight"] + p["fc1.bias"]) @ p["fc2.weight"] + p["fc2.bias"]
-
-
-def o_flat(p):
-    return torch.cat([v.flatten() for v in p.values()])
-
-
-def oracle(alg, fed, model, seed, rounds, sign=1.0):
-    """Client models after ``rounds`` rounds; ``sign = −1``: the mutation (attention grows
-    with distance)."""
-    w0 = model.init(1, seed=seed, dtype=torch.float64)
-    bank = [{k: v[0].clone() for k, v in w0.items()} for _ in range(fed.num_clients)]
-    state = alg.init(fed, model, seed)
-    for t in range(rounds):
-        phase = alg.first_phase(state.replace(round=t), fed, model)
-        new = {}
-        for j, i in enumerate(phase.clients.tolist()):
-            xi = [0.0] * fed.num_clients
-            if alg.attention == "fedamp":
-                for h in range(fed.num_clients):
-                    if h != i:
-                        d2 = float(((o_flat(bank[i]) - o_flat(bank[h])) ** 2).sum())
-                        xi[h] = alg.alpha / alg.sigma * math.exp(-sign * d2 / alg.sigma)
-                xi[i] = 1 - sum(xi)
-            else:
-                e = {h: math.exp(alg.sigma * float(F.cosine_similarity(
-                    o_flat(bank[i]), o_flat(bank[h]), dim=0))) for h in range(fed.num_clients)
-                    if h != i}
-                for h in e:
-                    xi[h] = (1 - alg.self_weight) * e[h] / sum(e.values())
-                xi[i] = alg.self_weight
-            u = {k: sum(xi[h] * bank[h][k] for h in range(fed.num_clients)) for k in bank[i]}
-            w = {k: v.clone() for k, v in u.items()}
-            for r in range(alg.local_rounds):
-                idx = phase.batches["sgd"][r, j]
-                leaves = {k: v.detach().requires_grad_(True) for k, v in w.items()}
-                loss = F.cross_entropy(o_forward(leaves, fed.train.x[idx]), fed.train.y[idx])
-                loss = loss + alg.lam / (2 * alg.alpha) * sum(((leaves[k] - u[k]) ** 2).sum()
-                                                              for k in u)
-                grads = torch.autograd.grad(loss, list(leaves.values()))
-                w = {k: v - alg.lr * g for (k, v), g in zip(w.items(), grads)}
-            new[i] = w
-        bank = [new.get(i, bank[i]) for i in range(fed.num_clients)]
-    return bank
 
 
 def _engine(alg, fed, model, seed, rounds):

@@ -10,14 +10,13 @@ import json
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-from algorithms.engine.base import sample_clients
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.decoupled.fedbn import FedBN
 from algorithms.engine.models import DNN
 from algorithms.engine.models_norm import BatchNormMLP
 from synthetic.federation import Federation
+from verification.oracles.decoupled import fedbn_round as oracle_round
 
 SEED = 4
 
@@ -51,39 +50,6 @@ def test_model_without_normalisation_is_fedavg_bit_for_bit(fed):
     assert all(torch.equal(sa.models["global"][k], sb.models["global"][k])
                for k in sb.models["global"])
     assert list(a.evaluated(sa)) == ["global"]
-
-
-def oracle_round(alg, state, fed, model, *, average_bn=False):
-    """One FedBN round, client by client: the full network of client k (server layers + own
-    BN entries), R steps of SGD with F.batch_norm in training mode (running statistics moved
-    in place), then the uniform mean of the non-BN layers.  ``average_bn``: the wrong
-    variant that averages the BN affine parameters and statistics too (FedAvg)."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
-    shared = state.models["global"]
-    local = {k: v.clone() for k, v in state.models["local_norm"].items()}
-    nets = []
-    for i in chosen:
-        p = {**{k: v[0].clone() for k, v in shared.items()},
-             **{k: v[i].clone() for k, v in local.items()}}
-        for r in range(alg.local_rounds):
-            x, y = fed.train.gather(batches[r, i:i + 1])
-            leaves = {k: v.detach().requires_grad_("running" not in k) for k, v in p.items()}
-            h = F.linear(x[0], leaves["fc1.weight"].T, leaves["fc1.bias"])
-            h = F.batch_norm(h, p["bn1.running_mean"], p["bn1.running_var"], leaves["bn1.weight"],
-                             leaves["bn1.bias"], training=True, momentum=0.1, eps=1e-5)
-            logits = F.linear(torch.relu(h), leaves["fc2.weight"].T, leaves["fc2.bias"])
-            trained = [k for k in p if "running" not in k]
-            grads = torch.autograd.grad(F.cross_entropy(logits, y[0]), [leaves[k] for k in trained])
-            for k, g in zip(trained, grads):
-                p[k] = (p[k] - alg.lr * g).detach()
-        nets.append(p)
-    mean = {k: sum(net[k] for net in nets) / len(nets) for k in nets[0]}
-    for i, net in zip(chosen, nets):
-        for k in local:
-            local[k][i] = mean[k] if average_bn else net[k]
-    return state.next({"global": {k: mean[k].unsqueeze(0) for k in shared}, "local_norm": local})
 
 
 def _max_diff(a, b):

@@ -8,15 +8,14 @@ the components' probabilities; the engine hands FedEM its participants' train sp
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-from algorithms.engine.base import sample_clients
 from algorithms.engine.contract import participant_split
 from algorithms.engine.evaluation import evaluate, model_for
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.clustered.fedem import FedEM, Mixture
 from algorithms.engine.models import DNN
 from synthetic.federation import Federation
+from verification.oracles.clustered_soft import fedem_round as oracle_round
 
 SEED = 11
 
@@ -56,40 +55,6 @@ def test_one_component_is_fedavg_bit_for_bit(fed, model):
 
 def _dnn(p, x):
     return torch.relu(x @ p["fc1.weight"] + p["fc1.bias"]) @ p["fc2.weight"] + p["fc2.bias"]
-
-
-def oracle_round(alg, state, fed, model, *, weighted=True):
-    """One FedEM round, client by client, from Algorithm 1 (``weighted=False``: the wrong
-    variant that drops q from the components' loss)."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
-    comps = state.models["components"]
-    m = alg.num_components
-    pi = state.tensors["mixture"].clone()
-    total = sum(int(fed.train.counts[i]) for i in chosen)
-    mean = {k: torch.zeros_like(v) for k, v in comps.items()}
-    for i in chosen:
-        o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
-        x, y = fed.train.x[o:o + n], fed.train.y[o:o + n]
-        # E-step (eq. 5): q[s, m] ∝ π_im exp(−ℓ_m(s)); eq. 6: π_i = mean_s q[s]
-        loss = torch.stack([F.cross_entropy(_dnn({k: v[j] for k, v in comps.items()}, x), y,
-                                            reduction="none") for j in range(m)], 1)
-        q = pi[i] * torch.exp(-loss)
-        q = q / q.sum(1, keepdim=True)
-        for j in range(m):
-            theta = {k: v[j].clone() for k, v in comps.items()}
-            for r in range(alg.local_rounds):
-                idx = batches[r, i] - o                       # local sample indices
-                leaves = {k: v.requires_grad_(True) for k, v in theta.items()}
-                per = F.cross_entropy(_dnn(leaves, x[idx]), y[idx], reduction="none")
-                obj = (q[idx, j] * per).mean() if weighted else per.mean()
-                grads = torch.autograd.grad(obj, list(leaves.values()))
-                theta = {k: (theta[k] - alg.lr * g).detach() for k, g in zip(theta, grads)}
-            for k in mean:
-                mean[k][j] = mean[k][j] + n / total * theta[k]
-        pi[i] = q.mean(0)
-    return state.next({"components": mean}, {"mixture": pi})
 
 
 def _max_diff(a, b):

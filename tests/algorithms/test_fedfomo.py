@@ -3,16 +3,15 @@ over clients and candidate models, float64, the engine's mini-batch indices), th
 it catches, the first-round reduction to local SGD (bit for bit), the train/validation
 split and its mini-batches."""
 
-import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import algorithms.methods.clustered.fedfomo as fedfomo
 from algorithms.methods.clustered.fedfomo import FedFomo, first_order_weights, split_sizes
 from algorithms.engine.models import DNN
 from algorithms.engine.steps import local_sgd
+from verification.oracles.clustered_soft import fedfomo_oracle as oracle
 
 C = 4
 # float64: sums over 6 clients and a few hundred parameters in another order
@@ -27,58 +26,6 @@ def model():
 def _alg(**kw):
     return FedFomo(**{"lr": 0.1, "local_rounds": 3, "batch_size": 5, "clients_per_round": 3,
                       "val_fraction": 0.25, **kw})
-
-
-def o_forward(p, x):
-    return torch.relu(x @ p["fc1.weight"] + p["fc1.bias"]) @ p["fc2.weight"] + p["fc2.bias"]
-
-
-def o_flat(p):
-    return torch.cat([v.flatten() for v in p.values()])
-
-
-def oracle(alg, fed, model, seed, rounds, clip=True):
-    """Client models after ``rounds`` rounds; ``clip=False``: the mutation (negative
-    first-order gains kept)."""
-    w0 = model.init(1, seed=seed, dtype=torch.float64)
-    bank = [{k: v[0].clone() for k, v in w0.items()} for _ in range(fed.num_clients)]
-    state = alg.init(fed, model, seed)
-    positive_seen = False
-    for t in range(rounds):
-        phase = alg.first_phase(state.replace(round=t), fed, model)
-        new = {}
-        for j, i in enumerate(phase.clients.tolist()):
-            o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
-            n_val = min(math.ceil(n * alg.val_fraction), n - 1) if n >= 2 else 0
-            xv, yv = fed.train.x[o + n - n_val:o + n], fed.train.y[o + n - n_val:o + n]
-
-            def val_loss(p):
-                return float(F.cross_entropy(o_forward(p, xv), yv)) if n_val else 0.0
-
-            own = bank[i]
-            weights = {}
-            for h in range(fed.num_clients):
-                if h == i:
-                    continue
-                dist = float((o_flat(bank[h]) - o_flat(own)).norm())
-                gain = (val_loss(own) - val_loss(bank[h])) / dist if dist > 0 else 0.0
-                weights[h] = max(0.0, gain) if clip else gain
-            total = sum(weights.values())
-            if total > 0 or (not clip and total != 0):
-                weights = {h: v / total for h, v in weights.items()}
-            positive_seen |= any(v > 0 for v in weights.values())
-            p = {k: own[k] + sum(v * (bank[h][k] - own[k]) for h, v in weights.items())
-                 for k in own}
-            for r in range(alg.local_rounds):
-                idx = phase.batches["sgd"][r, j]
-                assert bool((idx < o + n - n_val).all() and (idx >= o).all())   # training part
-                leaves = {k: v.detach().requires_grad_(True) for k, v in p.items()}
-                loss = F.cross_entropy(o_forward(leaves, fed.train.x[idx]), fed.train.y[idx])
-                grads = torch.autograd.grad(loss, list(leaves.values()))
-                p = {k: v - alg.lr * g for (k, v), g in zip(p.items(), grads)}
-            new[i] = p
-        bank = [new.get(i, bank[i]) for i in range(fed.num_clients)]
-    return bank, positive_seen
 
 
 def _engine(alg, fed, model, seed, rounds):

@@ -4,12 +4,12 @@ reductions λ = 0 / MLR = local training of the participants, bit for bit."""
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import algorithms.methods.prototypes.fedproto as fedproto
 from algorithms.methods.prototypes.fedproto import FedProto
 from algorithms.engine.models import DNN, MLR
 from algorithms.engine.steps import local_sgd
+from verification.oracles.prototypes import fedproto_oracle as oracle
 
 C = 4
 # float64, a few hundred ops in another order (batched vs one client): rounding only
@@ -24,52 +24,6 @@ def model():
 def _alg(**kw):
     return FedProto(**{"lam": 1.0, "lr": 0.1, "local_rounds": 4, "batch_size": 5,
                        "clients_per_round": 3, **kw})
-
-
-def o_features(p, x):
-    return torch.relu(x @ p["fc1.weight"] + p["fc1.bias"])
-
-
-def oracle(alg, fed, model, seed, rounds, sign=1.0):
-    """Client models and global prototypes after ``rounds`` rounds, one client at a time.
-    ``sign = -1``: the mutation (the regulariser pushes features away)."""
-    n = fed.num_clients
-    w0 = model.init(1, seed=seed, dtype=torch.float64)
-    models = [{k: v[0].clone() for k, v in w0.items()} for _ in range(n)]
-    d = w0["fc2.weight"].shape[1]
-    protos = torch.zeros(C, d, dtype=torch.float64)
-    known = [False] * C
-    state = alg.init(fed, model, seed)
-    for t in range(rounds):
-        phase = alg.first_phase(state.replace(round=t), fed, model)
-        counts, sums = torch.zeros(C, dtype=torch.float64), torch.zeros(C, d, dtype=torch.float64)
-        for j, i in enumerate(phase.clients.tolist()):
-            p = models[i]
-            for r in range(alg.local_rounds):
-                idx = phase.batches["sgd"][r, j]
-                x, y = fed.train.x[idx], fed.train.y[idx]
-                leaves = {k: v.detach().requires_grad_(True) for k, v in p.items()}
-                z = o_features(leaves, x)
-                loss = F.cross_entropy(z @ leaves["fc2.weight"] + leaves["fc2.bias"], y)
-                if any(known):
-                    reg = 0.0
-                    for b in range(len(y)):
-                        if known[int(y[b])]:
-                            reg = reg + ((z[b] - protos[y[b]]) ** 2).sum()
-                    loss = loss + sign * alg.lam * reg / (len(y) * d)
-                grads = torch.autograd.grad(loss, list(leaves.values()))
-                p = {k: v - alg.lr * g for (k, v), g in zip(p.items(), grads)}
-            models[i] = p
-            o, m = int(fed.train.offsets[i]), int(fed.train.counts[i])
-            z = o_features(p, fed.train.x[o:o + m])
-            for s in range(m):                               # eq. 5, summed; eq. 6 below
-                counts[fed.train.y[o + s]] += 1
-                sums[fed.train.y[o + s]] += z[s]
-        for c in range(C):
-            if counts[c] > 0:
-                protos[c] = sums[c] / counts[c]
-                known[c] = True
-    return models, protos, known
 
 
 def _engine(alg, fed, model, seed, rounds):

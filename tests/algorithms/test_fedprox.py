@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.engine.base import sample_clients
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.averaging.fedprox import FedProx, proximal_sgd
 from algorithms.engine.models import DNN
 from synthetic.federation import Federation
+from verification.oracles.averaging import fedprox_round as oracle_round
 
 SEED = 3
 
@@ -46,30 +46,6 @@ def test_mu_zero_is_fedavg_bit_for_bit(fed, model):
     assert all(torch.equal(a[k], b[k]) for k in b)
     c = _rounds(FedProx(mu=0.5, **kw), fed, model, 3).models["global"]
     assert not torch.equal(c["fc1.weight"], b["fc1.weight"])     # μ > 0 does change it
-
-
-def oracle_round(alg, state, fed, model, *, sign=1.0):
-    """One FedProx round, client by client, from the paper: each sampled client runs R
-    steps w ← w − η(∇F̃_k(w) + μ(w − w^t)) with autograd on its own [1, ...] copy; the
-    server takes Σ n_k w_k / Σ n_k.  ``sign = −1`` is the deliberately wrong variant."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
-    wt = state.models["global"]
-    total = sum(int(fed.train.counts[i]) for i in chosen)
-    new = {k: torch.zeros_like(v) for k, v in wt.items()}
-    for i in chosen:
-        w = {k: v.clone() for k, v in wt.items()}
-        for r in range(alg.local_rounds):
-            x, y = fed.train.gather(batches[r, i:i + 1])
-            leaves = {k: v.detach().requires_grad_(True) for k, v in w.items()}
-            loss = torch.nn.functional.cross_entropy(model.forward(leaves, x)[0], y[0])
-            grads = torch.autograd.grad(loss, list(leaves.values()))
-            w = {k: (w[k] - alg.lr * (g + sign * alg.mu * (w[k] - wt[k]))).detach()
-                 for k, g in zip(w, grads)}
-        for k in new:
-            new[k] = new[k] + int(fed.train.counts[i]) / total * w[k]
-    return state.next({"global": new})
 
 
 def _max_diff(a, b):

@@ -8,13 +8,12 @@ the sum of the heads."""
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-from algorithms.engine.base import sample_clients
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.decoupled.fedrod import FedRoD, class_counts, log_prior_shift
 from algorithms.engine.models import DNN
 from synthetic.federation import Federation, Split
+from verification.oracles.decoupled import fedrod_round as oracle_round
 
 SEED = 6
 
@@ -76,45 +75,6 @@ def test_class_counts_and_prior(skewed):
         assert counts[i].tolist() == want.tolist()
     shift = log_prior_shift(counts)
     assert shift[2, 2] == -float("inf") and (shift.max(1).values == 0).all()
-
-
-def oracle_round(alg, state, fed, model, *, balanced=True):
-    """One FedRoD round, client by client: DNN written out (h = relu(x W1 + b1)), BSM loss
-    CE(h W_G + b_G + log π, y) with π from np.bincount of the client's training labels
-    (``balanced=False``: the wrong variant with plain CE, i.e. no prior),
-    personalized loss CE(z_G + h W_P + b_P, y) with h, z_G detached; then Σ n_i θ_i / Σ n_i."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
-    g0 = {**state.models["body"], **state.models["generic_head"]}
-    heads = {k: v.clone() for k, v in state.models["personal_head"].items()}
-    total = sum(int(fed.train.counts[i]) for i in chosen)
-    mean = {k: torch.zeros_like(v) for k, v in g0.items()}
-    for i in chosen:
-        o, c = int(fed.train.offsets[i]), int(fed.train.counts[i])
-        with np.errstate(divide="ignore"):
-            counts = np.bincount(fed.train.y[o:o + c].numpy(), minlength=3)
-            log_pi = torch.tensor(np.log(counts / c))
-        w = {k: v[0].clone() for k, v in g0.items()}
-        wp, bp = heads["fc2.weight"][i].clone(), heads["fc2.bias"][i].clone()
-        for r in range(alg.local_rounds):
-            x, y = fed.train.gather(batches[r, i])
-            p = {k: v.detach().requires_grad_(True) for k, v in w.items()}
-            h = torch.relu(x @ p["fc1.weight"] + p["fc1.bias"])
-            zg = h @ p["fc2.weight"] + p["fc2.bias"]
-            grads = torch.autograd.grad(F.cross_entropy(zg + log_pi if balanced else zg, y),
-                                        list(p.values()))
-            lw, lb = wp.clone().requires_grad_(True), bp.clone().requires_grad_(True)
-            loss_p = F.cross_entropy(zg.detach() + h.detach() @ lw + lb, y)
-            gw, gb = torch.autograd.grad(loss_p, [lw, lb])
-            w = {k: (w[k] - alg.lr * g).detach() for (k, g) in zip(w, grads)}
-            wp, bp = wp - alg.personal_lr * gw, bp - alg.personal_lr * gb
-        heads["fc2.weight"][i], heads["fc2.bias"][i] = wp, bp
-        for k in mean:
-            mean[k] = mean[k] + c / total * w[k]
-    return state.next({"body": {k: mean[k] for k in ("fc1.weight", "fc1.bias")},
-                       "generic_head": {k: mean[k] for k in ("fc2.weight", "fc2.bias")},
-                       "personal_head": heads}, state.tensors)
 
 
 def _max_diff(a, b):

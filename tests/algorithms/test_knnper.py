@@ -10,6 +10,7 @@ from algorithms.engine.evaluation import evaluate
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.methods.averaging.knnper import KNNPer, datastore_rows
 from algorithms.engine.models import DNN, MLR
+from verification.oracles.averaging import knnper_predictions
 
 C = 4
 KW = {"lr": 0.1, "local_rounds": 3, "batch_size": 5, "clients_per_round": 3}
@@ -44,38 +45,7 @@ def test_lambda0_is_fedavg(fed, model):
 
 
 def oracle(alg, fed, model, state):
-    """Per-client test accuracy and mean loss of p = λ p_kNN + (1 − λ) p_w, one client and
-    one test sample at a time (sorting all distances)."""
-    w = {k: v[0] for k, v in state.models["global"].items()}
-
-    def feats(x):              # MLR: the features are the inputs
-        return x
-
-    accs, losses = [], []
-    for i in range(fed.num_clients):
-        o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
-        store, labels = feats(fed.train.x[o:o + n]), fed.train.y[o:o + n]
-        o, m = int(fed.test.offsets[i]), int(fed.test.counts[i])
-        correct, loss = 0, 0.0
-        for s in range(m):
-            x, y = fed.test.x[o + s], int(fed.test.y[o + s])
-            z = feats(x)
-            d2 = ((store - z) ** 2).sum(1)
-            order = torch.argsort(d2)[:alg.neighbours]
-            kern = torch.exp(-d2[order] / (z.numel() * alg.scale))
-            p_knn = torch.zeros(C, dtype=torch.float64)
-            for j, weight in zip(order.tolist(), kern):
-                p_knn[labels[j]] += weight
-            p_knn = p_knn / kern.sum()
-            p_w = torch.softmax(z @ w["fc.weight"] + w["fc.bias"], 0)
-            p = alg.lam * p_knn + (1 - alg.lam) * p_w
-            correct += int(int(torch.argmax(p)) == y)
-            # the documented floor: log p at least log(smallest normal) (λ = 1, no neighbour
-            # of the true class)
-            loss -= float(torch.log(p[y].clamp(min=torch.finfo(p.dtype).tiny)))
-        accs.append(correct / m)
-        losses.append(loss / m)
-    return torch.tensor(accs, dtype=torch.float64), torch.tensor(losses, dtype=torch.float64)
+    return knnper_predictions(alg, fed, state.models["global"], C)
 
 
 @pytest.mark.parametrize("lam,k", [(0.5, 10), (1.0, 3), (0.3, 1000)])

@@ -15,6 +15,7 @@ from algorithms.engine.heads import partial_sgd
 from algorithms.engine.features import body_keys
 from algorithms.engine.models import DNN
 from algorithms.methods.prototypes.pfedfda import PFedFDA, gaussian_head, log_priors
+from verification.oracles.pfedfda import pfedfda_oracle as oracle
 
 C, HIDDEN = 4, 5
 # float64 sums of a few hundred terms in another order (batched vs per-client kernels,
@@ -49,110 +50,6 @@ def shifted():
 def _alg(**kw):
     return PFedFDA(**{"lr": 0.05, "local_rounds": 3, "batch_size": 5, "clients_per_round": 3,
                       "folds": 2, "beta_grid": 5, **kw})
-
-
-# ---- the oracle: one client at a time, from the paper ----------------------------------
-
-def o_features(body, x):
-    return torch.relu(x @ body["fc1.weight"][0] + body["fc1.bias"][0])
-
-
-def o_stats(z, y):
-    counts = torch.tensor([float((y == c).sum()) for c in range(C)], dtype=z.dtype)
-    means = torch.stack([z[y == c].mean(0) if (y == c).any() else torch.zeros(z.shape[1],
-                         dtype=z.dtype) for c in range(C)])
-    cov = torch.zeros(z.shape[1], z.shape[1], dtype=z.dtype)
-    for s in range(len(y)):
-        d = z[s] - means[y[s]]
-        cov += torch.outer(d, d)
-    return counts, means, cov / max(len(y), 1)
-
-
-def o_log_prior(counts):
-    return torch.log((counts + 1) / (counts.sum() + C))
-
-
-def o_lda(means, cov, log_prior, eps):
-    w = torch.linalg.solve(cov + eps * torch.eye(cov.shape[0], dtype=cov.dtype), means.T)
-    b = torch.stack([-0.5 * means[c] @ w[:, c] for c in range(C)]) + log_prior
-    return w, b
-
-
-def o_interp(beta, means, counts, cov, gm, gc, flip=False):
-    if flip:                                        # the mutation: β and 1 − β swapped
-        beta = 1 - beta
-    mu = torch.stack([beta * means[c] + (1 - beta) * gm[c] if counts[c] > 0 else gm[c]
-                      for c in range(C)])
-    return mu, beta * cov + (1 - beta) * gc
-
-
-def o_adapt(alg, z, y, gm, gc, flip=False):
-    """β by k-fold CV over the grid (first minimum), then the personalized head."""
-    grid = [g / (alg.beta_grid - 1) for g in range(alg.beta_grid)] if alg.beta_grid > 1 else [0.0]
-    fold = torch.arange(len(y)) % alg.folds
-    best, best_loss = None, None
-    for beta in grid:
-        loss = 0.0
-        for f in range(alg.folds):
-            tr, te = fold != f, fold == f
-            counts, means, cov = o_stats(z[tr], y[tr])
-            mu, sigma = o_interp(torch.tensor(beta, dtype=z.dtype), means, counts, cov, gm, gc,
-                                 flip)
-            w, b = o_lda(mu, sigma, o_log_prior(counts), alg.ridge)
-            loss += float(F.cross_entropy(z[te] @ w + b, y[te], reduction="sum"))
-        if best_loss is None or loss < best_loss:
-            best, best_loss = beta, loss
-    beta = torch.tensor(best, dtype=z.dtype)
-    counts, means, cov = o_stats(z, y)
-    mu, sigma = o_interp(beta, means, counts, cov, gm, gc, flip)
-    w, b = o_lda(mu, sigma, o_log_prior(counts), alg.ridge)
-    return beta, (w, b), mu, sigma
-
-
-def o_data(fed, i):
-    o, n = int(fed.train.offsets[i]), int(fed.train.counts[i])
-    return fed.train.x[o:o + n], fed.train.y[o:o + n]
-
-
-def oracle(alg, fed, model, seed, rounds, flip=False):
-    """(body, heads, β, global means, global cov) after ``init`` and ``rounds`` rounds."""
-    w0 = model.init(1, seed=seed, dtype=torch.float64)
-    body = {k: w0[k] for k in body_keys(model)}
-    n = fed.num_clients
-    # init: every client's MLE statistics, pooled by the server
-    stats = [o_stats(o_features(body, o_data(fed, i)[0]), o_data(fed, i)[1]) for i in range(n)]
-    tot = sum(s[0] for s in stats)
-    gm = sum(s[0][:, None] * s[1] for s in stats) / tot.clamp(min=1)[:, None]
-    sizes = [float(fed.train.counts[i]) for i in range(n)]
-    gc = sum(sz * s[2] for sz, s in zip(sizes, stats)) / sum(sizes)
-    heads, betas = [None] * n, [None] * n
-    for i in range(n):
-        x, y = o_data(fed, i)
-        betas[i], heads[i], _, _ = o_adapt(alg, o_features(body, x), y, gm, gc, flip)
-    state = alg.init(fed, model, seed)
-    for t in range(rounds):
-        phase = alg.first_phase(state.replace(round=t), fed, model)   # the same draws
-        chosen = phase.clients.tolist()
-        batches = phase.batches["sgd"]
-        ups = []
-        for j, i in enumerate(chosen):
-            x, y = o_data(fed, i)
-            counts = torch.tensor([float((y == c).sum()) for c in range(C)], dtype=x.dtype)
-            wg, bg = o_lda(gm, gc, o_log_prior(counts), alg.ridge)     # the fixed head
-            mine = {k: v.clone() for k, v in body.items()}
-            for r in range(alg.local_rounds):
-                xb, yb = fed.train.x[batches[r, j]], fed.train.y[batches[r, j]]
-                leaves = {k: v.detach().requires_grad_(True) for k, v in mine.items()}
-                loss = F.cross_entropy(o_features(leaves, xb) @ wg + bg, yb)
-                grads = torch.autograd.grad(loss, list(leaves.values()))
-                mine = {k: v - alg.lr * g for (k, v), g in zip(mine.items(), grads)}
-            betas[i], heads[i], mu, sigma = o_adapt(alg, o_features(mine, x), y, gm, gc, flip)
-            ups.append((float(fed.train.counts[i]), mine, mu, sigma))
-        total = sum(u[0] for u in ups)
-        body = {k: sum(u[0] * u[1][k] for u in ups) / total for k in body}
-        gm = sum(u[0] * u[2] for u in ups) / total
-        gc = sum(u[0] * u[3] for u in ups) / total
-    return body, heads, betas, gm, gc
 
 
 def _engine(alg, fed, model, seed, rounds):

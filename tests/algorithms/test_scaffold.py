@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.engine.base import sample_clients
 from algorithms.methods.averaging.fedavg import FedAvg
 from algorithms.engine.models import DNN
 from algorithms.methods.averaging.scaffold import Scaffold
 from synthetic.federation import Federation
+from verification.oracles.averaging import scaffold_round as oracle_round
 
 SEED = 5
 
@@ -66,35 +66,6 @@ def test_one_local_step_makes_the_client_control_the_minibatch_gradient(fed, mod
     for k, v in g.items():
         # (x − (x − η g))/η: two roundings of numbers of size |x|, divided by η = 0.1
         torch.testing.assert_close(s1.models["client_control"][k], v, rtol=0, atol=1e-13)
-
-
-def oracle_round(alg, state, fed, model, *, flip=False):
-    """One SCAFFOLD round from Algorithm 1, option II, client by client with autograd.
-    ``flip``: the deliberately wrong c_i⁺ = c_i + c + (x − y)/(Kη) (sign of c)."""
-    gen = state.generator()
-    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, gen)
-    chosen = sample_clients(fed.num_clients, alg.clients_per_round, gen).tolist()
-    x, c = state.models["global"], state.models["control"]
-    ci_all = {k: v.clone() for k, v in state.models["client_control"].items()}
-    dys, dcs = [], []
-    for i in chosen:
-        ci = {k: v[i:i + 1] for k, v in ci_all.items()}
-        y = {k: v.clone() for k, v in x.items()}
-        for r in range(alg.local_rounds):
-            xb, yb = fed.train.gather(batches[r, i:i + 1])
-            leaves = {k: v.detach().requires_grad_(True) for k, v in y.items()}
-            loss = torch.nn.functional.cross_entropy(model.forward(leaves, xb)[0], yb[0])
-            grads = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values()))))
-            y = {k: (y[k] - alg.lr * (grads[k] - ci[k] + c[k])).detach() for k in y}
-        sign = 1.0 if flip else -1.0
-        plus = {k: ci[k] + sign * c[k] + (x[k] - y[k]) / (alg.local_rounds * alg.lr) for k in ci}
-        dys.append({k: y[k] - x[k] for k in y})
-        dcs.append({k: plus[k] - ci[k] for k in ci})
-        for k in ci_all:
-            ci_all[k][i] = plus[k][0]
-    new_x = {k: x[k] + alg.global_lr * sum(d[k] for d in dys) / len(chosen) for k in x}
-    new_c = {k: c[k] + sum(d[k] for d in dcs) / fed.num_clients for k in c}
-    return state.next({"global": new_x, "control": new_c, "client_control": ci_all})
 
 
 def _max_diff(a, b):

@@ -74,9 +74,23 @@ class CrossClient(FedAvg):
                                  for k, v in up["global"].items()}}
 
 
+@dataclass(frozen=True)
+class PeeksAtTest(FedAvg):
+    """A plugin whose clients read their test split in client_update (an evaluation leak)."""
+
+    def client_update(self, phase, model, view):
+        kept, up = super().client_update(phase, model, view)
+        if view.test is None:           # the engine hands it over when every client takes part
+            return kept, up
+        return kept, {"global": {k: v + 1e-12 * view.test.x.mean()
+                                 for k, v in up["global"].items()}}
+
+
 @pytest.mark.parametrize("cls, prop, message", [
     (NoSymbol, "documented", "no paper symbol"),
     (RandomNoise, "deterministic", "states differ"),
+    (PeeksAtTest, "isolation", r"PeeksAtTest reads the test split while training: .* these "
+                              r"differ: round 1: model global\.fc1\.bias"),
     (Float64Upload, "dtype_device", "float32 data gave a torch.float64"),
     (NaNUpload, "finite", "NaN/inf"),
     (NoTraining, "learns", "best evaluated accuracy"),
@@ -85,6 +99,12 @@ class CrossClient(FedAvg):
 def test_each_property_catches_its_mutation(cls, prop, message):
     with pytest.raises(AssertionError, match=message):
         check_contract(cls, prop)
+
+
+def test_the_battery_stops_a_leaking_plugin_with_a_clear_message():
+    with pytest.raises(AssertionError, match="reads the test split while training") as err:
+        contract_battery(PeeksAtTest, skip=("flower",))
+    assert "carved from the training split" in str(err.value)
 
 
 def test_resume_catches_a_checkpoint_that_does_not_give_the_state_back(monkeypatch):

@@ -24,3 +24,19 @@ def test_hyperparameters_parse_numbers_and_words(load_script):
                                                                    "c": "sampled"}
     with pytest.raises(SystemExit, match="NAME=VALUE"):
         bench.hyperparameters(["oops"])
+
+
+def test_json_keeps_memory_in_bytes_and_the_conditions(load_script, tmp_path, capsys):
+    import json
+
+    bench = load_script("bench_scale")
+    out = tmp_path / "scale.json"
+    assert bench.main(["--clients", "12", "--clients-per-round", "3", "--rounds", "2",
+                       "--max-client-size", "30", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert {"date", "commit", "machine", "load"} <= set(data["environment"])
+    assert [r["round"] for r in data["rows"]] == [1, 2]
+    rss = data["rows"][-1]["peak_rss_bytes"]
+    # bytes, not KiB: a python process with torch loaded holds more than 50 MiB
+    assert isinstance(rss, int) and rss > 50 * 2 ** 20
+    assert "peak RSS GiB" in capsys.readouterr().out

@@ -67,3 +67,21 @@ def test_check_mode_fails_on_a_stale_readme(tmp_path, monkeypatch):
     assert rb.main(["--check"]) == 1
     monkeypatch.setattr(rb, "render", lambda text: text)
     assert rb.main(["--check"]) == 0
+
+
+def test_the_verdict_block_says_what_the_verdicts_rest_on(tmp_path):
+    results = {"environment": {}, "size": "quick", "checks": [
+        {"paper": "pFedMe (NeurIPS 2020)", "kind": "identity", "verdict": "HOLDS"},
+        {"paper": "pFedMe (NeurIPS 2020)", "kind": "identity", "verdict": "HOLDS"},
+        {"paper": "pFedMe (NeurIPS 2020)", "kind": "bound", "verdict": "VACUOUS"},
+        {"paper": "CGPFL (IJCAI 2022)", "kind": "envelope", "verdict": "FAILS"}]}
+    data = rb.digest(results, commit="abc1234", machine="2 cores")
+    assert data["per_basis"] == {"claims against measurements": {"VACUOUS": 1, "FAILS": 1},
+                                 "code equals our reading": {"HOLDS": 2}}
+    out = rb.render(TEXT, root=_tree(tmp_path, verdicts=data))
+    assert "| claims against measurements (bound, envelope" in out
+    row = next(x for x in out.splitlines() if x.startswith("| code equals our reading"))
+    assert "our own reading" in row and row.endswith("| 2 | 2 | 0 | 0 |")
+    # a digest written before the split still renders (no basis table)
+    del data["per_basis"]
+    assert "what the verdicts rest on" not in rb.render(TEXT, root=_tree(tmp_path, verdicts=data))

@@ -1,5 +1,8 @@
 """``pflt --version`` imports no command module (nor torch); ``pflt <command>`` imports that
-command's module only; ``verify --only`` imports only the check modules declaring a match."""
+command's module only; ``verify --only`` imports only the check modules declaring a match;
+``pflt --help``, every ``pflt <command> --help``, ``pflt list algorithms``, ``pflt list
+checks``, ``pflt formulas`` and ``pflt compare`` import no torch (the registries' metadata
+come from the user cache, :mod:`pflt.catalog_cache`, once it holds them)."""
 
 import os
 import subprocess
@@ -13,12 +16,76 @@ from pflt import cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _modules_after(code: str) -> set[str]:
+def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
     code += "\nimport sys\nprint(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+                         env=env or {**os.environ, "PYTHONPATH": str(ROOT)}).stdout
     return set(out.split())
+
+
+def _pflt(argv: list[str], env: dict[str, str]) -> tuple[str, set[str]]:
+    """``pflt ARGV`` in a fresh interpreter: its standard output and the modules it loaded."""
+    code = ("import contextlib, io, sys\nfrom pflt.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n        code = main(%r)\n"
+            "    except SystemExit as exc:\n        code = exc.code\n"
+            "assert code == 0, code\n"
+            "print(out.getvalue())\nprint('\\0' + ' '.join(sys.modules))" % (argv,))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env=env)
+    assert done.returncode == 0, (argv, done.stderr[-2000:])
+    text, _, modules = done.stdout.rpartition("\0")
+    return text, set(modules.split())
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    """An environment whose user cache holds the catalogue, built by a first ``pflt list
+    --json`` of algorithms and checks (which imports the registries); their outputs."""
+    home = tmp_path_factory.mktemp("user_cache")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(home)}
+    env.pop("PFLT_PLUGINS", None)
+    cold = {topic: _pflt(["list", topic, "--json"], env) for topic in ("algorithms", "checks")}
+    assert all("torch" in loaded for _, loaded in cold.values())   # the registries asked
+    assert sorted(p.name.split("-")[0] for p in (home / "pfl-theory" / "catalog").iterdir()) \
+        == ["algorithms", "checks"]
+    return env, {topic: text for topic, (text, _) in cold.items()}
+
+
+@pytest.mark.parametrize("topic", ["algorithms", "checks"])
+def test_list_reads_the_cache_without_torch_and_prints_what_the_registry_says(warm, topic):
+    env, cold = warm
+    for argv in (["list", topic, "--json"], ["list", topic]):
+        text, loaded = _pflt(argv, env)
+        assert "torch" not in loaded and "numpy" not in loaded, argv
+    assert _pflt(["list", topic, "--json"], env)[0] == cold[topic]
+
+
+def test_every_help_imports_no_torch(warm):
+    """``pflt --help`` and ``pflt <command> --help`` for every command (``run --algorithm
+    X --help`` too): no torch, no numpy."""
+    env, _ = warm
+    out = subprocess.run([sys.executable, "-c", "from pflt.cli import build_parser\n"
+                          "print(*build_parser()._subparsers._group_actions[0].choices)"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, check=True).stdout
+    commands = out.split()
+    assert {"run", "list", "verify", "compare", "formulas"} <= set(commands)
+    heavy = {}
+    for argv in [["--help"], ["run", "--algorithm", "cgpfl", "--help"],
+                 *([c, "--help"] for c in commands)]:
+        loaded = _pflt(argv, env)[1]
+        if {"torch", "numpy"} & loaded:
+            heavy[" ".join(argv)] = sorted({"torch", "numpy"} & loaded)
+    assert not heavy
+
+
+def test_formulas_imports_neither_torch_nor_numpy(warm):
+    env, _ = warm
+    for argv in (["formulas"], ["formulas", "--section", "B.6"], ["formulas", "--markdown"]):
+        text, loaded = _pflt(argv, env)
+        assert "formula(s)" in text or text.startswith("#")
+        assert "torch" not in loaded and "numpy" not in loaded, argv
 
 
 def test_version_imports_neither_torch_nor_a_command():

@@ -11,6 +11,7 @@ import shutil
 import socket
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pflt.aggregate import load_run
 from pflt.cli import main
@@ -128,3 +129,81 @@ def test_old_sweep_records_with_absolute_or_start_relative_paths_resolve_inside(
     log.write_text("".join(json.dumps(r) + "\n" for r in recs))
     with pytest.raises(ValueError, match="line 2: key 'out'"):
         sweep_points(tmp_path / "sw")
+
+
+def test_a_best_inside_the_seed_noise_says_so():
+    """Issue 36: 0.8092 ± 0.0049 over 0.8083 ± 0.0051 (3 seeds) is no single best."""
+    from pflt.aggregate import Group
+    from pflt.commands.compare import noise_note
+
+    other = Group("k", {}, label="algorithm=fedavg")
+    note = noise_note((0.8092, 0.0049, 3), [((0.8083, 0.0051, 3), other)])
+    assert "within noise" in note and "algorithm=fedavg 0.8083 ± 0.0051" in note
+    far = noise_note((0.8092, 0.0049, 3), [((0.70, 0.0051, 3), other)])
+    assert "ahead of every other configuration" in far and "within noise" not in far
+    one_seed = noise_note((0.8092, float("nan"), 1), [((0.70, float("nan"), 1), other)])
+    assert "seed noise is unknown" in one_seed
+
+
+def test_a_copy_of_a_run_is_not_a_second_seed(runs, tmp_path, capsys):
+    """A copied run directory (same configuration and seed) was averaged as a second seed
+    (sd 0); it is one run, with a note, whatever its path — a copy, a copy of a link."""
+    s0, s1 = _copy(runs, tmp_path, ("s0", "s1"))
+    shutil.copytree(s0, tmp_path / "copy-of-s0")
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copytree(s0, tmp_path / "elsewhere" / "s0", symlinks=False)
+    args = [str(s0), str(tmp_path / "copy-of-s0"), str(tmp_path / "elsewhere" / "s0"), str(s1)]
+    assert main(["compare", *args, "--out", str(tmp_path / "c")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("same configuration and seed (0)") == 2    # mutation: no dedupe -> 0
+    row = _global_last(tmp_path / "c")
+    assert row["n"] == "2" and row["finished"] == "2"         # seeds 0 and 1, not 0, 0, 0, 1
+
+
+def test_an_unfinished_copy_does_not_replace_the_finished_run(runs, tmp_path, capsys):
+    s0, = _copy(runs, tmp_path, ("s0",))
+    shutil.copytree(s0, tmp_path / "partial")
+    (tmp_path / "partial" / "summary.json").unlink()
+    assert main(["compare", str(tmp_path / "partial"), str(s0),
+                 "--out", str(tmp_path / "c")]) == 0
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'partial'} has the same configuration and seed (0) as {s0}" in err
+    row = _global_last(tmp_path / "c")
+    assert row["n"] == "1" and row["finished"] == "1"
+
+#: how a run is handed to compare: itself, another spelling, a link, a copy, a link to a copy
+FORMS = ("path", "dot", "link", "copy", "link-to-copy")
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(given_runs=st.lists(st.tuples(st.sampled_from([0, 1, 2]), st.sampled_from(FORMS)),
+                           min_size=1, max_size=6))
+def test_compare_counts_each_seed_once_however_its_runs_are_given(runs, tmp_path_factory,
+                                                                  capsys, given_runs):
+    """Property over compare's inputs (copies, links, mixed seeds): the table's n is the
+    number of distinct seeds given, and every other directory is named in a note."""
+    import itertools
+
+    tmp = tmp_path_factory.mktemp("forms")
+    counter = itertools.count()
+    args = []
+    for seed, form in given_runs:
+        src = runs / f"s{seed}"
+        k = next(counter)
+        if form == "dot":
+            args.append(f"{runs}/./s{seed}")
+            continue
+        if form in ("copy", "link-to-copy"):
+            src = shutil.copytree(src, tmp / f"copy{k}")
+        if form in ("link", "link-to-copy"):
+            (tmp / f"link{k}").symlink_to(src, target_is_directory=True)
+            src = tmp / f"link{k}"
+        args.append(str(src))
+    capsys.readouterr()
+    assert main(["compare", *args, "--out", str(tmp / "c")]) == 0
+    err = capsys.readouterr().err
+    seeds = {s for s, _ in given_runs}
+    row = _global_last(tmp / "c")
+    assert row["n"] == str(len(seeds)) and row["finished"] == str(len(seeds))
+    assert err.count("note:") == len(given_runs) - len(seeds)

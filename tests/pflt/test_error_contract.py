@@ -50,7 +50,10 @@ RUN_ERRORS = [
     (["--algorithm", "plgu-grep", "--model", "mlr"], "representation layer"),
     (["--data", "digits", "--clients", "2000"], "cannot feed"),
     (["--size-range", "10", "5", "--data", "digits"], "LO <= HI"),
-    (["--synthetic-beta", "1e308"], "NaN or inf"),
+    (["--synthetic-beta", "1e308"], "NaN or inf in float32 (--synthetic-beta too large?)"),
+    # the feature-shift options were blamed on --synthetic-alpha/beta
+    (["--data", "digits", "--partition", "feature-shift", "--shift-contrast", "1e308"],
+     "NaN or inf in float32 (--shift-contrast too large?)"),
     # data options the chosen data would ignore (they were silently recorded as given)
     (["--partition", "dirichlet"], "--partition do not apply to --data synthetic"),
     (["--dirichlet-alpha", "0.1", "--data", "synthetic-iid"], "--dirichlet-alpha do not apply"),

@@ -51,6 +51,20 @@ def test_without_from_the_default_is_named(tmp_path, monkeypatch, capsys):
     assert "verify results drawn: verify_out/results.json (1 check(s)" in printed
 
 
+def test_the_readme_order_is_found(tmp_path, monkeypatch, capsys):
+    """Issue 36: the README runs ``pflt verify --quick --out runs/verify`` then
+    ``pflt figures --quick``; the figures drew nothing. ``verify_out`` still comes first."""
+    monkeypatch.delenv(verification_summary.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    _results(tmp_path / "runs" / "verify", [("pFedMe", "rate"), ("PPFE", "bound")])
+    code, printed = _figures(["--out", "f"], capsys)
+    assert code == 0 and sorted(_papers(tmp_path / "f")) == ["PPFE", "pFedMe"]
+    assert "verify results drawn: runs/verify/results.json (2 check(s)" in printed
+    _results(tmp_path / "verify_out", [("CGPFL", "rate")])
+    code, printed = _figures(["--out", "f"], capsys)
+    assert _papers(tmp_path / "f") == ["CGPFL"]
+
+
 def test_results_lying_around_in_out_are_not_picked_up(tmp_path, monkeypatch, capsys):
     # before: the newest results.json anywhere under --out was drawn without a word
     monkeypatch.delenv(verification_summary.ENV_VAR, raising=False)

@@ -54,3 +54,27 @@ def test_ray_failure_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and err[-1] == ("pflt flower-sim: error: Flower's Ray simulation failed: "
                                      "node timed out")
+
+
+@pytest.mark.parametrize("level, flood", [([], False), (["--flower-log", "info"], True)])
+def test_flower_info_log_stays_quiet_unless_asked(tmp_path, capsys, level, flood):
+    """Issue 36: Flower's per-round INFO lines buried the summary; by default only warnings
+    reach Flower's handlers (a handler of ours on its logger counts what gets through)."""
+    pytest.importorskip("flwr")
+    import logging
+
+    logger = logging.getLogger("flwr")
+    before, seen = logger.level, []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger.addHandler(handler)
+    try:
+        assert main(["flower-sim", "--algorithm", "fedavg", "--clients", "3",
+                     "--clients-per-round", "3", "--rounds", "2", "--local-rounds", "1",
+                     "--no-progress", "--out", str(tmp_path / "fl"), *level]) == 0
+    finally:
+        logger.removeHandler(handler)
+    assert any("[ROUND 1/2]" in m for m in seen) is flood
+    out = capsys.readouterr().out
+    assert "global_accuracy" in out and "results:" in out
+    assert logger.level == before          # restored

@@ -52,3 +52,24 @@ def test_out_holding_another_run_is_refused_unless_overwrite(tmp_path, capsys):
     assert json.loads((out / "run_options.json").read_text())["algorithm"] == "fedavg"
     assert main(["run", "--resume", str(out), "--overwrite", "--rounds", "2"]) == 2
     assert "--overwrite does not apply to --resume" in capsys.readouterr().err
+
+
+def test_resume_removes_the_temporaries_of_a_write_cut_by_a_kill(tmp_path):
+    """A kill during a checkpoint write leaves ``.checkpoint.pt.<random>.tmp`` (the atomic
+    writer's temporary, never renamed); the resume removes it — and nothing else: not a
+    link of that name (its target stays), not another file."""
+    out = tmp_path / "run"
+    argv = ["run", "--algorithm", "fedavg", "--clients", "3", "--clients-per-round", "3",
+            "--checkpoint-every", "1", "--no-progress", "--out", str(out)]
+    assert main([*argv, "--rounds", "2"]) == 0
+    stale = [out / ".checkpoint.pt.k1ll3d.tmp", out / ".history.json.x9.tmp",
+             out / ".summary.json.a.tmp"]
+    for path in stale:
+        path.write_bytes(b"\x80half a pickle")
+    target = tmp_path / "keep-me"
+    target.write_text("not yours")
+    (out / ".checkpoint.pt.link.tmp").symlink_to(target)
+    (out / "notes.checkpoint.pt.tmp").write_text("mine")
+    assert main(["run", "--resume", str(out), "--rounds", "3", "--no-progress"]) == 0
+    assert not any(p.exists() for p in stale)          # mutation: no removal -> all three
+    assert target.read_text() == "not yours" and (out / "notes.checkpoint.pt.tmp").exists()

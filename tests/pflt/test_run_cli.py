@@ -93,6 +93,29 @@ def test_help_with_a_config_shows_its_algorithm_and_values(tmp_path, capsys):
     assert "unknown key 'bogus'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["x%(prog)s%d.toml", "y%d.toml", "100%.toml", "%%.toml"])
+@pytest.mark.parametrize("algorithm", [[], ["--algorithm", "pfedme"]])
+def test_help_with_a_config_named_with_percent_signs(tmp_path, capsys, name, algorithm):
+    """argparse %-formats its epilog when it holds ``%(prog)``: ``x%(prog)s%d.toml`` was a
+    TypeError traceback; the name is shown as it is."""
+    cfg = tmp_path / name
+    cfg.write_text('algorithm = "fedavg"\nrounds = 7\n')
+    assert main(["run", "--config", str(cfg), *algorithm, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"[{name}: 7]" in out and f"the value set by --config {name}," in out
+
+
+@pytest.mark.parametrize("depth", [3000, 100_000])
+@pytest.mark.parametrize("command", [["run"], ["run", "--help"], ["flower-sim"]])
+def test_a_deeply_nested_config_is_one_line(tmp_path, capsys, depth, command):
+    """A 3,000-deep nested TOML list was a RecursionError traceback inside tomllib."""
+    cfg = tmp_path / "deep.toml"
+    cfg.write_text("x = " + "[" * depth + "]" * depth + "\n")
+    assert main([*command, "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"pflt {command[0]}: error: {cfg} is nested too deeply to be a config file"
+
+
 def _registered():
     from algorithms.engine.base import registry
     return sorted(registry())

@@ -111,7 +111,7 @@ def test_resume_with_another_algorithm_is_refused(tmp_path, capsys):
 def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
     bad = tmp_path / "checkpoint.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="cannot read"):
+    with pytest.raises(CheckpointError, match="refused: not a pfl-theory checkpoint"):
         load_checkpoint(bad)
 
 

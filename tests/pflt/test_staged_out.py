@@ -101,3 +101,29 @@ def test_keep_previous_keeps_and_still_records_the_files_not_written_again(tmp_p
     with staged(out, "cmd") as stage:
         _write(stage, "a.txt", "3")
     assert not (out / "b.txt").exists()       # still ours: removed by a complete run
+
+
+def test_verify_under_a_file_size_limit_names_the_output_file(tmp_path):
+    """``ulimit -f``: the write fails with EFBIG, which carries no file name; the error
+    said ``[Errno 27] File too large`` (then the staging copy's name); it names
+    ``OUT/results.json``, one line, exit 2, and OUT keeps nothing half written."""
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "v"
+    limit = 2048          # bytes: more than the staging mark, less than results.json
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "pflt", "verify", "--only",
+                           "pfedme.envelope_gradient", "--out", str(out), "--no-progress"],
+                          cwd=root, capture_output=True, text=True, preexec_fn=limited,
+                          timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == \
+        f"pflt verify: error: {out / 'results.json'}: File too large"
+    assert sorted(p.name for p in out.iterdir()) in ([], [".lock"])

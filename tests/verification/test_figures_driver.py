@@ -125,7 +125,7 @@ def test_verification_summary_from_results_json(fake_registry, tmp_path, monkeyp
     assert all(p.is_file() and p.stat().st_size > 0 for p in files)
     rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
     # expected counts by construction of the fake checks above
-    zero = {"ERRATUM": "0", "INCONCLUSIVE": "0"}
+    zero = {"ERRATUM": "0", "INCONCLUSIVE": "0", "NOT RUN": "0"}
     assert rows == [
         {"paper": "Paper A", "HOLDS": "2", "FAILS": "1", **zero, "ERROR": "0", "VACUOUS": "0",
          "total": "3", "reconstructed": "1"},
@@ -172,7 +172,7 @@ def test_verification_summary_counts_erratum_and_inconclusive(tmp_path, monkeypa
     verification_summary.make(tmp_path / "figs")
     rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
     assert rows == [{"paper": "P", "HOLDS": "1", "FAILS": "0", "ERRATUM": "2",
-                     "INCONCLUSIVE": "1", "ERROR": "0", "VACUOUS": "0", "total": "4", "reconstructed": "0"}]
+                     "INCONCLUSIVE": "1", "ERROR": "0", "VACUOUS": "0", "NOT RUN": "0", "total": "4", "reconstructed": "0"}]
 
 
 def test_verification_summary_rejects_foreign_json(tmp_path, monkeypatch):

@@ -32,3 +32,4 @@ def test_sections_in_verdict_order_with_claim_evidence_size():
     assert format_table(SuiteRun(runs, "quick", (0, 1))).splitlines()[-1] == \
         summary_line(SuiteRun(runs, "quick", (0, 1)).counts())
     assert VERDICT_ORDER[0] == "FAILS" and VERDICT_ORDER[-1] == "HOLDS"
+

@@ -41,6 +41,10 @@ from verification.core.registry import Context, Outcome, bound_outcome, check
 from synthetic.federation import compute_device
 
 PAPER = "CGPFL (IJCAI 2022)"
+#: Theorem 4.1 bounds an optimisation quantity of one run, not a risk: no sampling to certify
+OPTIMISATION_NA = {"value": None, "name": "n/a: an optimisation bound of one run, not a risk — "
+                   "the measured (1/T)Σ‖∇G_K‖² is the run's own value, nothing is sampled to "
+                   "certify", "delta": None}
 F64 = torch.float64
 
 
@@ -145,7 +149,8 @@ def thm41_stepwise(ctx: Context) -> Outcome:
                 f"{c['rho_omega'] ** 2:.3g}, rho_g^2 = {c['rho_g'] ** 2:.3g}, Delta_G = "
                 f"{c['delta_gap']:.3g}; trivial = rho_g^2/K (Assumption 3 alone); reading "
                 f"L_G/(1+lam)^2 (composed G_k): bound {composed:.4g}"),
-        extra={"constants": {**c, "beta": beta, "L_G": lip_g, "delta_sq": delta_sq},
+        extra={"certificate": OPTIMISATION_NA,
+               "constants": {**c, "beta": beta, "L_G": lip_g, "delta_sq": delta_sq},
                "bound_composed_LG": composed, "grad_per_round": rec["grad"].tolist()})
 
 
@@ -196,7 +201,8 @@ def thm41_final(ctx: Context) -> Outcome:
                 f"optimisation {b.optimization_term:.4g}, variance {b.variance_term:.4g}, floor "
                 f"{b.inexactness_floor:.4g}; derived-constant reading (3C1, 4 sqrt(C1C3/T)): "
                 f"{derived:.4g}; trivial = rho_g^2/K"),
-        extra={"constants": {**c, "beta": beta, "L_G": lip_g, "delta_sq": delta_sq},
+        extra={"certificate": OPTIMISATION_NA,
+               "constants": {**c, "beta": beta, "L_G": lip_g, "delta_sq": delta_sq},
                "terms": {"optimization": b.optimization_term, "variance": b.variance_term,
                          "floor": b.inexactness_floor}, "bound_derived_constants": derived,
                "case_rule_drift": drift})
@@ -234,7 +240,7 @@ def thm41b_personal(ctx: Context) -> Outcome:
     measured, shape, other = map(np.array, (measured, shape, other))
     alt = measured / other
     return envelope_with_mutation(
-        measured, shape, p,
+        measured, shape, p, grid=lams, name="λ",
         detail=(f"lam = {lams.tolist()}; measured {np.array2string(measured, precision=3)}; "
                 f"reading (i) delta_G^2 over the run's theta (circular): spread "
                 f"{alt.max() / alt.min():.3g}, C = {alt.max():.3g}"),

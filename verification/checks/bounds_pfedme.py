@@ -217,7 +217,7 @@ def thm1_floor(ctx: Context) -> Outcome:
     shape = np.array([bd.total for bd in bounds])
     neigh = np.array([bd["neighbourhood"] for bd in bounds])
     return envelope_with_mutation(
-        measured, shape, p,
+        measured, shape, p, grid=batches, name="|D|",
         detail=(f"|D| = {batches.tolist()}, delta^2 = {np.round(deltas, 4).tolist()}, T = {T}; "
                 f"gamma_f^2 = {gamma_sq:.3g} (exact), mu_F = {mu_f:.3g}, beta = {beta:.4g}; "
                 f"neighbourhood lam^2 delta^2/mu_F = {np.round(neigh, 4).tolist()} vs measured "
@@ -332,7 +332,7 @@ def thm1_sampling(ctx: Context) -> Outcome:
     shape = np.asarray(bound.total, dtype=float)
     ratio = n / sampled - 1.0
     return envelope_with_mutation(
-        measured, shape, p,
+        measured, shape, p, grid=sampled, name="S",
         detail=(f"N/S - 1 = {ratio.tolist()}, T = {T}; gamma_f^2 = {gamma_sq:g} "
                 f"(exact), sigma_F1^2 = {sigma_sq:.3g}, mu_F = {mu_f:.3g}, beta = {beta:.4g}; "
                 f"{p['reps']} runs per S"),

@@ -87,7 +87,7 @@ def thm2_nonconvex(ctx: Context) -> Outcome:
     shape = np.asarray(bound.total, dtype=float)
     trivial = 2 * lam * delta_f  # ‖∇F(w)‖² ≤ 2L_F(F(w) − F*) while F stays below F(w0)
     return envelope_with_mutation(
-        measured, shape, p,
+        measured, shape, p, grid=grid, name="T",
         detail=(f"T = {grid.tolist()}; L = {L:.4g} (exact), lam = sqrt(8L^2+1) = {lam:.4g}, "
                 f"eta = eta_hat_2 = {eta:.3g}, sigma_f^2 = {sigma_f_sq:.3g}, sigma_F2^2 = "
                 f"{sigma2:.3g}, gamma_f^2 = {gamma_sq:.3g}, nu = {nu:.2g}, delta^2 = "

@@ -36,6 +36,8 @@ import torch
 
 from pfl_theory import plgu as P
 from verification.core.bound_grid import grid_bound_outcome
+from verification.estimators import certificates
+from verification.experiments import plgu_certificates as PC
 from verification.estimators.complexity import rademacher_mlp_lower
 from verification.core.registry import Context, Outcome, check
 
@@ -105,7 +107,11 @@ def _reading_check(reading: str):
                                   trivial=_trivial_rademacher(p, scales),
                                   detail=f"reading '{reading}', widths {p['widths']}, M_l "
                                          f"{p['bounds']}, D = 1, ρ = 0, γ = {GAMMA}, "
-                                         f"m̂ = {p['m']}; R̂ lower estimate")
+                                         f"m̂ = {p['m']}; R̂ lower estimate",
+                                  extra={"certificate": certificates.not_applicable(
+                                      "a complexity term, not a risk: R̂ of the class is "
+                                      "computed here (its lower estimate is the measurement)"
+                                  ).as_dict()})
     return run
 
 
@@ -165,6 +171,9 @@ def lemma4_total(ctx: Context, *, scale_bound: float = 1.0,
 K_IN, WIDTH, HN_WIDTH, DESC = 4, 8, 16, 3  # input dim, hidden width, HN width, descriptor dim
 TARGET = [K_IN, 6, 1]  # the net a hypernetwork produces (PLGU-GHN)
 HELDOUT = 4000
+#: held-out samples per client for the certificates beside the vacuous bounds (drawn after the
+#: measurement's, never seen by it); δ of each certificate
+CERT_SAMPLES, CERT_DELTA = 1000, 0.05
 
 
 def _clipped_logistic(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -172,10 +181,11 @@ def _clipped_logistic(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.clamp(torch.nn.functional.softplus(-y * f), max=1.0)
 
 
-def _client_data(rng: np.random.Generator, n_clients: int, m: int):
+def _client_data(rng: np.random.Generator, n_clients: int, m: int, cert: int = 0):
     """Per-client binary data: x uniform on the unit sphere of R^4 (B = 1), label
     sign(⟨w_i, x⟩) flipped w.p. 0.1, w_i = w_g + 0.5 u_i; m training and HELDOUT held-out
-    samples per client.  Returns torch float64 (x_tr [N,m,k], y_tr, x_ho, y_ho)."""
+    samples per client, then ``cert`` more for a certificate.  Returns torch float64
+    (x_tr [N,m,k], y_tr, x_ho, y_ho[, x_cert, y_cert])."""
     w = rng.normal(size=K_IN) + 0.5 * rng.normal(size=(n_clients, K_IN))
 
     def draw(count):
@@ -185,7 +195,7 @@ def _client_data(rng: np.random.Generator, n_clients: int, m: int):
         y[rng.random(y.shape) < 0.1] *= -1
         return torch.as_tensor(x), torch.as_tensor(y)
 
-    return (*draw(m), *draw(HELDOUT))
+    return (*draw(m), *draw(HELDOUT), *(draw(cert) if cert else ()))
 
 
 def _gap(f_tr, y_tr, f_ho, y_ho) -> float:
@@ -195,6 +205,12 @@ def _gap(f_tr, y_tr, f_ho, y_ho) -> float:
     ho = _clipped_logistic(f_ho, y_ho)
     se = float(ho.std()) / math.sqrt(ho.numel())
     return max(float(ho.mean() - tr) - 2 * se, 0.0)
+
+
+def _lf_with(ws: list, x: torch.Tensor) -> torch.Tensor:
+    """The PLGU-LF net [4, 8, 8, 1] with shared layers ws[0], ws[1] and per-client ws[2]."""
+    h = torch.relu(torch.relu(x @ ws[0].T) @ ws[1].T)
+    return (h @ ws[2].transpose(1, 2))[..., 0]
 
 
 def _spec(w: torch.Tensor) -> float:
@@ -219,24 +235,33 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
     body + head) and (b) a hypernetwork [3, 16, 24] → client nets [4, 6, 1] from learned
     descriptors (PLGU-GHN); full-batch Adam on the logistic loss, ρ = 0.  Returns the
     measured gaps and the three bounds (constants from the trained weights)."""
-    out: dict = {"m": [], "gap_lf": [], "gap_ghn": [], "thm1": [], "thm2": [], "thm3": []}
+    out: dict = {"m": [], "gap_lf": [], "gap_ghn": [], "thm1": [], "thm2": [], "thm3": [],
+                 "cert_lf": [], "cert_ghn": [], "pac_bayes_lf": [], "heldout_gap_lf": [],
+                 "heldout_gap_ghn": []}
     for k, m in enumerate(sizes):
         torch.manual_seed(seed * 1000 + k)
         rng = np.random.default_rng([seed, k])
-        x_tr, y_tr, x_ho, y_ho = _client_data(rng, n_clients, int(m))
+        x_tr, y_tr, x_ho, y_ho, x_ce, y_ce = _client_data(rng, n_clients, int(m), CERT_SAMPLES)
         dd = torch.float64
         w1 = torch.randn(WIDTH, K_IN, dtype=dd) / math.sqrt(K_IN)
         w2 = torch.randn(WIDTH, WIDTH, dtype=dd) / math.sqrt(WIDTH)
         w3 = torch.randn(n_clients, 1, WIDTH, dtype=dd) / math.sqrt(WIDTH)
 
         def lf(x):
-            h = torch.relu(torch.relu(x @ w1.T) @ w2.T)
-            return (h @ w3.transpose(1, 2))[..., 0]
+            return _lf_with([w1, w2, w3], x)
 
+        init = [w.clone() for w in (w1, w2, w3)]
         _train([w1, w2, w3], lambda: torch.nn.functional.softplus(-y_tr * lf(x_tr)).mean(),
                steps)
         with torch.no_grad():
             out["gap_lf"].append(_gap(lf(x_tr), y_tr, lf(x_ho), y_ho))
+            out["heldout_gap_lf"].append(PC.raw_gap(_clipped_logistic, lf(x_tr), y_tr,
+                                                    lf(x_ho), y_ho))
+            out["cert_lf"].append(PC.test_set_gap(_clipped_logistic, lf(x_tr), y_tr, lf(x_ce),
+                                                  y_ce, "PLGU-LF", CERT_SAMPLES, CERT_DELTA))
+        out["pac_bayes_lf"].append(PC.pac_bayes_gap(
+            _clipped_logistic, lambda ps, loss: _train(ps, loss, steps), _lf_with, init,
+            [w1, w2, w3], x_tr, y_tr, seed=seed * 1000 + k, delta=CERT_DELTA))
         mh, big_m = float(m), float(m) * n_clients
         m1, m2, m3 = _spec(w1), _spec(w2), _spec(w3)
         out["thm1"].append(P.theorem1_plgu_lf(
@@ -265,6 +290,11 @@ def _theorems(seed: int, n_clients: int, sizes: tuple, steps: int) -> dict:
                steps)
         with torch.no_grad():
             out["gap_ghn"].append(_gap(ghn(x_tr), y_tr, ghn(x_ho), y_ho))
+            out["heldout_gap_ghn"].append(PC.raw_gap(_clipped_logistic, ghn(x_tr), y_tr,
+                                                     ghn(x_ho), y_ho))
+            out["cert_ghn"].append(PC.test_set_gap(_clipped_logistic, ghn(x_tr), y_tr,
+                                                   ghn(x_ce), y_ce, "PLGU-GHN", CERT_SAMPLES,
+                                                   CERT_DELTA))
             wa, wb = ghn_weights()
             out["thm3"].append(P.theorem3_plgu_ghn(
                 beta=1.0, beta_v=1.0, beta_h=1.0, B=1.0,
@@ -283,11 +313,26 @@ def _theorem_check(key: str, gap: str, label: str):
     def run(ctx: Context, *, scale_bound: float = 1.0, scale_measured: float = 1.0) -> Outcome:
         p = ctx.params
         r = _theorems(ctx.seed, p["clients"], tuple(p["sizes"]), p["steps"])
-        return grid_bound_outcome("m̂", r["m"], np.asarray(r[gap]) * scale_measured,
-                                  np.asarray(r[key]) * scale_bound, trivial=1.0,
+        meas, bnd = np.asarray(r[gap]) * scale_measured, np.asarray(r[key]) * scale_bound
+        model = gap.split("_")[1]
+        # the certificate at the deciding (tightest) grid point, as grid_bound_outcome picks it
+        j = int(np.argmin(np.where(meas > 0, bnd / np.where(meas > 0, meas, 1.0), np.inf)))
+        certs = {"test_set": r[f"cert_{model}"][j]}
+        if model == "lf":
+            certs["pac_bayes"] = r["pac_bayes_lf"][j]
+        best = min(certs.values(), key=lambda c: c["value"])
+        return grid_bound_outcome("m̂", r["m"], meas, bnd, trivial=1.0,
                                   detail=f"{label}; N = {p['clients']}, ρ = 0, γ = {GAMMA}, "
                                          "O(·) constant 1, M_l from the trained weights; "
-                                         "trivial bound 1 = loss range")
+                                         f"trivial bound 1 = loss range; certificate at "
+                                         f"m̂ = {r['m'][j]:g}: " + "; ".join(
+                                             f"{c['value']:.3g} ({k})" for k, c in certs.items()),
+                                  extra={"certificate": best, "certificates": certs,
+                                         "certificates_per_m": {
+                                             "test_set": r[f"cert_{model}"],
+                                             **({"pac_bayes": r["pac_bayes_lf"]}
+                                                if model == "lf" else {})},
+                                         "heldout_gap_per_m": r[f"heldout_gap_{model}"]})
     return run
 
 
@@ -336,7 +381,7 @@ def lemma2_envelope_m(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
     meas[-1] *= inflate_last
     shape = float(np.prod(p["bounds"])) / np.sqrt(ms)
     d = max(p["widths"][1:-1])
-    return envelope_outcome(meas, shape, factor=RAD_ENVELOPE_FACTOR,
+    return envelope_outcome(meas, shape, factor=RAD_ENVELOPE_FACTOR, grid=ms, name="m",
                             detail=f"widths {p['widths']}, M_l {p['bounds']}; Lemma 2's "
                                    f"constant 2√(d+1+log n) = "
                                    f"{2 * math.sqrt(d + 1 + math.log(p['widths'][0])):.3g}",

@@ -279,6 +279,6 @@ def lemma8_envelope(ctx: Context, *, inflate_last: float = 1.0) -> Outcome:
         nn.append(len(sizes) * ppfe.harmonic_mean_size(sizes.tolist()))
     meas[-1] *= inflate_last
     shape = [math.sqrt(math.log(2 / delta) / (2 * v)) for v in nn]
-    return envelope_outcome(meas, shape, factor=LEMMA8_ENVELOPE_FACTOR,
+    return envelope_outcome(meas, shape, factor=LEMMA8_ENVELOPE_FACTOR, grid=nn, name="N n̄",
                             detail=f"N n̄ = {', '.join(f'{v:.3g}' for v in nn)}, δ = {delta}",
                             extra={"N_nbar": nn, "measured": meas, "shape": shape})

@@ -232,5 +232,5 @@ def personal_gap_lambda(ctx: Context) -> Outcome:
                                         keys=("personal_gap_sq",))
             gaps[j] += rec["personal_gap_sq"][-1] / ctx.params["seeds"]
     shape = np.asarray(lams) ** -2.0
-    return envelope_outcome(gaps, shape, factor=2.0,
+    return envelope_outcome(gaps, shape, factor=2.0, grid=lams, name="λ",
                             detail=f"gap vs λ={lams}: {[f'{g:.3g}' for g in gaps]}")

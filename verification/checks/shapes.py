@@ -26,6 +26,7 @@ import numpy as np
 
 from verification.checks import bounds_cgpfl, bounds_cgpfl_generalization, bounds_plgu
 from verification.checks import bounds_ppfe_linear as lin
+from verification.core.envelope import log_slope
 from verification.core.registry import Context, Outcome, Verdict, check, envelope_outcome
 
 #: fixed before any run: an exponent error of ½ in the variable moves measured/shape by
@@ -33,21 +34,27 @@ from verification.core.registry import Context, Outcome, Verdict, check, envelop
 #: up to its dropped logarithms (log 640 / log 20 = 2.2, under a √: 1.5) and the measurement's
 #: noise moves it by less than 3
 SHAPE_BAND = 3.0
-BAND_REASON = ("measured/bound within a factor 3 over >= 1.5 decades: an exponent error of "
-               "1/2 moves it by 5.6, dropped logs and noise by < 3")
+BAND_REASON = ("O(·) upper bounds one-sided: the second half of a >= 1.5-decade grid may rise "
+               "at most 3x above the constant fitted on the first half (an exponent error of "
+               "1/2 moves it by 5.6, dropped logs and noise by < 3); Θ claims two-sided")
+#: a verdict whose statistic lies within 10% of the band is decided on the mean of this many
+#: seeds (the check's seed and the next ones): one seed's noise must not decide it
+NEAR_BAND_SEEDS = 3
 
 _N_GRID = {"quick": [20, 60, 200, 640], "full": [20, 60, 200, 640, 2000, 6400]}
 
 
 def _slope(x, y) -> float:
     """Least-squares slope of log y on log x."""
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+    return log_slope(x, y)
 
 
-def _shape(name: str, grid, measured, bound, *, detail: str = "",
-           band: float = SHAPE_BAND) -> Outcome:
-    """Envelope of measured against the bound's values over ``grid`` (≥ 1.5 decades), with
-    the fitted slopes in the detail; INCONCLUSIVE when a measurement is ≤ 0 (no ratio)."""
+def _shape(name: str, grid, measured, bound, *, detail: str = "", band: float = SHAPE_BAND,
+           claim: str = "upper", explicit: bool = True) -> Outcome:
+    """Envelope of measured against the bound's values over ``grid`` (≥ 1.5 decades; rules of
+    verification/core/envelope.py: one-sided for an O(·) upper bound, two-sided for
+    ``claim="exact"``; ``explicit``: the bound's values carry the theorem's own constants),
+    with the fitted slopes in the detail; INCONCLUSIVE when a measurement is ≤ 0 (no ratio)."""
     g, m, b = (np.asarray(v, dtype=float) for v in (grid, measured, bound))
     if g.max() / g.min() < 10 ** 1.5 - 1e-9:
         raise ValueError(f"shape grid over {name} spans < 1.5 decades: {g.tolist()}")
@@ -57,14 +64,34 @@ def _shape(name: str, grid, measured, bound, *, detail: str = "",
                        detail=f"a measurement is <= 0 on the {name} grid {g.tolist()} "
                               f"({m.tolist()}): no ratio; {detail}",
                        sensitivity=None, sensitivity_note="n/a: no measured/bound ratio")
-    sm, sb = _slope(g, m), _slope(g, b)
-    where = (f"{name} = {g.tolist()}: measured ∝ {name}^{sm:.2f}, bound ∝ {name}^{sb:.2f}"
-             f" (exponent gap {sm - sb:+.2f})")
-    out = envelope_outcome(m, b, factor=band, detail=f"{where}; {detail}" if detail else where,
-                           extra={name: g.tolist(), "measured": m.tolist(),
-                                  "shape": b.tolist(), "slope_measured": sm,
-                                  "slope_bound": sb})
-    return out
+    where = f"{name} = {g.tolist()}"
+    return envelope_outcome(m, b, factor=band, claim=claim, grid=g, name=name,
+                            explicit=explicit,
+                            detail=f"{where}; {detail}" if detail else where,
+                            extra={name: g.tolist(), "measured": m.tolist(),
+                                   "shape": b.tolist()})
+
+
+def _near_band(out: Outcome, band: float) -> bool:
+    stat = out.measured
+    return (out.verdict is not Verdict.INCONCLUSIVE and isinstance(stat, float)
+            and band / 1.1 <= stat <= band * 1.1)
+
+
+def _decided(ctx: Context, name: str, measure, **kw) -> Outcome:
+    """:func:`_shape` of ``measure(seed) -> (grid, measured, bound, detail)`` at the check's
+    seed; when its statistic lies within 10% of the band, again on the mean measurement and
+    bound of :data:`NEAR_BAND_SEEDS` seeds (said in the detail)."""
+    grid, m, b, detail = measure(ctx.seed)
+    out = _shape(name, grid, m, b, detail=detail, **kw)
+    if not _near_band(out, kw.get("band", SHAPE_BAND)):
+        return out
+    runs = [(m, b)] + [measure(s)[1:3] for s in range(ctx.seed + 1, ctx.seed + NEAR_BAND_SEEDS)]
+    mean_m = np.mean([np.asarray(r[0], float) for r in runs], axis=0)
+    mean_b = np.mean([np.asarray(r[1], float) for r in runs], axis=0)
+    note = (f"seed {ctx.seed} alone gave {out.measured:.3g}, within 10% of the band: decided "
+            f"on the mean of seeds {ctx.seed}..{ctx.seed + NEAR_BAND_SEEDS - 1}")
+    return _shape(name, grid, mean_m, mean_b, detail=f"{detail}; {note}", **kw)
 
 
 # ----------------------------------------------------------------------------- PPFE
@@ -84,9 +111,11 @@ _PPFE_N = dict(quick={"clients": 10, "dim": 3, "sizes": _N_GRID["quick"], "delta
 def theorem7_n(ctx: Context) -> Outcome:
     """Exact excess risk of 2-stage linear PPFE against the shape of Theorem 7's bound
     (``theorem7_terms`` total, the loss range held fixed) over n ∈ ≥ 1.5 decades."""
-    r = _ppfe_n(ctx)
-    return _shape("n", r["n"], r["excess"], r["calc_raw"],
-                  detail=f"N = {ctx.params['clients']}, d = {ctx.params['dim']}")
+    def measure(seed: int):
+        r = _ppfe_n(replace(ctx, seed=seed))
+        return r["n"], r["excess"], r["calc_raw"], (f"N = {ctx.params['clients']}, "
+                                                    f"d = {ctx.params['dim']}")
+    return _decided(ctx, "n", measure, explicit=False)
 
 
 @check("ppfe.shape_theorem7_union_n", paper=lin.PAPER,
@@ -96,25 +125,58 @@ def theorem7_n(ctx: Context) -> Outcome:
 def theorem7_union_n(ctx: Context) -> Outcome:
     """Exact excess risk against the explicit uniform-deviation bound (constants of each run,
     so its loss range moves with n as the observed maxima do) over n ∈ ≥ 1.5 decades."""
-    r = _ppfe_n(ctx)
-    return _shape("n", r["n"], r["excess"], r["union"],
-                  detail=f"N = {ctx.params['clients']}, d = {ctx.params['dim']}; loss range "
-                         f"from each run ({min(r['loss_range']):.3g}–"
-                         f"{max(r['loss_range']):.3g})")
+    def measure(seed: int):
+        r = _ppfe_n(replace(ctx, seed=seed))
+        return r["n"], r["excess"], r["union"], (
+            f"N = {ctx.params['clients']}, d = {ctx.params['dim']}; loss range from each run "
+            f"({min(r['loss_range']):.3g}–{max(r['loss_range']):.3g})")
+    return _decided(ctx, "n", measure)
+
+
+def _shared_stage(seed: int, dim: int, clients: tuple, n: int, delta: float) -> dict:
+    """Per N in ``clients``: the exact excess of PPFE's shared stage (pooled least squares
+    w_0 on the linear generator, eqs. 15–16) over the best shared model w̄ = (Σ_i Σ_i)⁻¹ Σ_i
+    Σ_i w_i, (1/N) Σ_i (w_0 − w̄)ᵀ Σ_i (w_0 − w̄), and the N-dependent terms of Corollary 2
+    (shared + confidence, ``corollary2_terms``, constants 1)."""
+    from pfl_theory import ppfe_bounds
+    from synthetic.linear import make_linear_federation
+
+    out: dict = {"N": [], "excess": [], "terms": []}
+    for k, num in enumerate(clients):
+        fed = make_linear_federation(num_clients=int(num), dim=dim, n_train=int(n), n_test=2,
+                                     alpha=0.5, seed=seed * 1000 + k)
+        w0 = np.linalg.lstsq(fed.x_train.reshape(-1, dim), fed.y_train.reshape(-1),
+                             rcond=None)[0]
+        cov = np.asarray(fed.cov_diag, dtype=float)
+        w_bar = (cov * fed.w).sum(0) / cov.sum(0)
+        t = ppfe_bounds.corollary2_terms(width=math.sqrt(dim + 1), depth=1, num_stages=2,
+                                         n=int(n), num_clients=int(num), gamma_w=1.0,
+                                         delta=delta)
+        out["N"].append(float(num))
+        out["excess"].append(float(np.mean(np.sum(cov * (w0 - w_bar) ** 2, axis=1))))
+        out["terms"].append(t["shared"] + t["confidence"])
+    return out
 
 
 @check("ppfe.shape_corollary2_N", paper=lin.PAPER,
-       reference="Corollary 2 (eqs. 29–30, §C.5.4): dependence on the number of clients N",
+       reference="Corollary 2 (eqs. 29–30, §C.5.4): dependence on the number of clients N "
+                 "(its shared and confidence terms, on the shared stage)",
        kind="envelope", reconstructed=True, tolerance=SHAPE_BAND, tolerance_reason=BAND_REASON,
        quick={"clients": [4, 13, 40, 128], "dim": 3, "n": 40, "delta": 0.05},
        full={"clients": [4, 13, 40, 128, 400], "dim": 5, "n": 40, "delta": 0.05})
 def corollary2_N(ctx: Context) -> Outcome:
-    """Exact excess risk against the shape of Corollary 2 (``corollary2_terms`` total) over
-    N ∈ ≥ 1.5 decades at fixed n."""
+    """Exact excess of the shared stage (pooled least squares) over the best shared model
+    against Corollary 2's N-dependent terms w√(LT/(Nn)) + √(log(1/δ)/(Nn)) over N ∈ ≥ 1.5
+    decades at fixed n.  Why not the ensemble: with linear stages the ensemble w_0 + v_i is the
+    client's own least squares (v_i fits the residual of w_0 exactly), whose excess does not
+    depend on N at all (measured ∝ N^0.01 on the ensemble), and the N-free personalized terms
+    dominate the corollary's total (∝ N^-0.11): that grid exercised no N-scaling."""
     p = ctx.params
-    r = lin._linear_ppfe(ctx.seed, p["dim"], tuple((int(c), p["n"]) for c in p["clients"]),
-                         p["delta"])
-    return _shape("N", r["N"], r["excess"], r["cor_raw"], detail=f"n = {p['n']}, d = {p['dim']}")
+
+    def measure(seed: int):
+        r = _shared_stage(seed, p["dim"], tuple(p["clients"]), p["n"], p["delta"])
+        return r["N"], r["excess"], r["terms"], f"n = {p['n']}, d = {p['dim']}, shared stage"
+    return _decided(ctx, "N", measure, explicit=False)
 
 
 # ----------------------------------------------------------------------------- PLGU
@@ -125,9 +187,12 @@ _PLGU_M = dict(quick={"clients": 8, "sizes": [16, 48, 160, 512], "steps": 150},
 def _plgu_shape(key: str, gap: str, label: str):
     def run(ctx: Context) -> Outcome:
         p = ctx.params
-        r = bounds_plgu._theorems(ctx.seed, p["clients"], tuple(p["sizes"]), p["steps"])
-        return _shape("m̂", r["m"], r[gap], r[key],
-                      detail=f"{label}; N = {p['clients']}, ρ = 0, M_l from each trained model")
+
+        def measure(seed: int):
+            r = bounds_plgu._theorems(seed, p["clients"], tuple(p["sizes"]), p["steps"])
+            return r["m"], r[gap], r[key], (f"{label}; N = {p['clients']}, ρ = 0, M_l from "
+                                            f"each trained model")
+        return _decided(ctx, "m̂", measure, explicit=False)  # O(·) read with constant 1
     return run
 
 
@@ -155,30 +220,40 @@ def term4_linear_B(ctx: Context) -> Outcome:
     adversarial term (linear in B) over B = 1e-5 … 10 (6 decades)."""
     p, scales, meas = bounds_plgu._rad(ctx)
     bound = [bounds_plgu._term4(p, b, "linear") for b in scales]
-    return _shape("B", scales, meas, bound, detail=f"widths {p['widths']}, M_l {p['bounds']}")
+    # Θ: a bias-free ReLU net is positively homogeneous, so R̂ of inputs scaled by B is exactly
+    # B R̂ — the reading's order in B is exact, and a B² reading must fail both ways
+    return _shape("B", scales, meas, bound, claim="exact",
+                  detail=f"widths {p['widths']}, M_l {p['bounds']}")
 
 
 # ----------------------------------------------------------------------------- CGPFL
 @check("cgpfl.shape_thm42_m", paper=bounds_cgpfl.PAPER,
-       reference="Theorem 4.2 / ICLR Theorem 2: dependence on the client size m_i",
+       reference="Theorem 4.2 / ICLR Theorem 2: dependence on the client size m_i (its "
+                 "confidence and complexity terms)",
        kind="envelope", tolerance=SHAPE_BAND, tolerance_reason=BAND_REASON,
-       quick={"clients": 12, "k": 3, "dim": 3, "sizes": [30, 95, 300, 950], "lam": 6.0,
-              "confidence": 0.05, "noise": 0.5, "held_out": 2000},
+       quick={"clients": 12, "k": 3, "dim": 3, "sizes": [30, 95, 300, 950], "lam": 0.05,
+              "confidence": 0.05, "noise": 1.0, "held_out": 2000},
        full={"clients": 40, "k": 4, "dim": 10, "sizes": [30, 100, 300, 1000, 3000],
-             "lam": 6.0, "confidence": 0.05, "noise": 0.5, "held_out": 2000})
+             "lam": 0.05, "confidence": 0.05, "noise": 1.0, "held_out": 2000})
 def thm42_m(ctx: Context) -> Outcome:
-    """Exact population excess risk of the CGPFL solution against Theorem 4.2's bound (its
-    value with each run's constants) over the per-client size m_i ∈ ≥ 1.5 decades."""
+    """Exact population excess risk of the CGPFL solution against Theorem 4.2's m-dependent
+    terms 2√(log(N/δ)/m) + √((dK/m) log(em/d)) (each run's constants) over the per-client size
+    m_i ∈ ≥ 1.5 decades, at λ = 0.05 so that estimation error, not the λ-pull to the context
+    means, makes the excess (at λ = 6 the m-free terms 2Bλ_H + disc dominated the bound and
+    the bias the measurement: both flat in m, a grid that exercised no m-scaling)."""
     p = ctx.params
-    meas, bound = [], []
-    for size in p["sizes"]:
-        q = {k: v for k, v in p.items() if k != "sizes"}
-        sub = replace(ctx, params={**q, "size": int(size)})
-        out = bounds_cgpfl_generalization.thm42_gap(sub)
-        meas.append(out.measured)
-        bound.append(out.theoretical)
-    return _shape("m_i", p["sizes"], meas, bound,
-                  detail=f"N = {p['clients']}, K = {p['k']}, d = {p['dim']}, λ = {p['lam']}")
+
+    def measure(seed: int):
+        meas, bound = [], []
+        for size in p["sizes"]:
+            q = {k: v for k, v in p.items() if k != "sizes"}
+            out = bounds_cgpfl_generalization.thm42_gap(
+                replace(ctx, seed=seed, params={**q, "size": int(size)}))
+            meas.append(out.measured)
+            bound.append(out.extra["terms"]["confidence"] + out.extra["terms"]["complexity"])
+        return p["sizes"], meas, bound, (f"N = {p['clients']}, K = {p['k']}, d = {p['dim']}, "
+                                         f"λ = {p['lam']}, noise {p['noise']}")
+    return _decided(ctx, "m_i", measure)
 
 
 @check("cgpfl.shape_thm41_T", paper=bounds_cgpfl.PAPER,
@@ -207,3 +282,4 @@ def thm41_T(ctx: Context) -> Outcome:
             alpha_hat=R * beta, alpha=1.0, lipschitz_g=lip_g, inexactness=math.sqrt(delta_sq),
             k=k, n_clients=n, local_rounds=R, rounds=t, **c))
     return _shape("T", rounds, meas, bound, detail=f"K = {k}, N = {n}, R = {R}, β = {beta:.3g}")
+    # one run, no seed noise to average: _shape, not _decided

@@ -153,7 +153,8 @@ def theorem2(ctx: Context) -> Outcome:
 
 
 @check("plgu.transcription_theorem3", **_IDENTITY,
-       reference="Theorem 3 (PLGU-GHN), App. C.2, as printed (β on the descriptor term)")
+       reference="Theorem 3 (PLGU-GHN), App. C.2, as printed (β on the descriptor term); "
+                 "docs/formulas.md §D.8")
 def theorem3(ctx: Context) -> Outcome:
     """Theorem 3's terms and total equal their independent transcription."""
     def draw(rng, i):

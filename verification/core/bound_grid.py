@@ -35,9 +35,7 @@ def grid_bound_outcome(name: str, values: Sequence[float], measured: Sequence[fl
         raise ValueError(f"grid '{name}': measured and bound must be finite")
     triv = None if trivial is None else np.broadcast_to(
         np.asarray(trivial, dtype=float), v.shape).copy()
-    with np.errstate(divide="ignore"):
-        tight = np.where(m > 0, b / np.where(m > 0, m, 1.0), np.inf)
-    j = int(np.argmin(tight))
+    j = deciding_index(m, b)
     holds_all = bool(np.all(m <= b))
     grid = {"name": name, "values": v.tolist(), "measured": m.tolist(), "bound": b.tolist(),
             "trivial": None if triv is None else triv.tolist()}
@@ -48,3 +46,26 @@ def grid_bound_outcome(name: str, values: Sequence[float], measured: Sequence[fl
     # VACUOUS needs the bound above the trivial one at *every* grid point
     vacuous = None if triv is None else bool(np.all(b >= triv))
     return replace(out, holds=holds_all, vacuous=vacuous)  # holds: = out.holds unless a bound < 0
+
+
+def deciding_index(measured: Sequence[float], bound: Sequence[float]) -> int:
+    """The grid point where the bound is tightest (smallest bound/measured; a measurement
+    <= 0 counts as infinitely loose): the point :func:`grid_bound_outcome` reports."""
+    m = np.asarray(measured, dtype=float).ravel()
+    b = np.asarray(bound, dtype=float).ravel()
+    with np.errstate(divide="ignore"):
+        tight = np.where(m > 0, b / np.where(m > 0, m, 1.0), np.inf)
+    return int(np.argmin(tight))
+
+
+def with_certificate(out: Outcome, certificates: Sequence[dict], measured: Sequence[float],
+                     bound: Sequence[float]) -> Outcome:
+    """``out`` with the certificate of its deciding grid point in ``extra['certificate']``
+    and every point's in ``extra['certificates_per_point']`` (dicts ``{"value", "name",
+    "delta"}``, verification/estimators/certificates.py)."""
+    j = deciding_index(measured, bound)
+    cert = certificates[j]
+    value = "n/a" if cert["value"] is None else f"{cert['value']:.4g}"
+    return replace(out, detail=f"{out.detail}; certificate at the deciding point: {value}",
+                   extra={**out.extra, "certificate": cert,
+                          "certificates_per_point": list(certificates)})

@@ -12,6 +12,10 @@ the theoretical value(s) with a verdict:
   loss range, log of the number of sampled functions, ρ_g²/K …) at every point checked: it
   says nothing the trivial bound does not, so it is not counted as HOLDS (set by
   :func:`run_check` from ``Outcome.vacuous``; the report prints the trivial bound beside it);
+* ``NOT RUN`` — an optional dependency is missing (e.g. PEPit for the worst-case checks),
+  or the real-data results a reproduction check judges are absent: nothing was computed;
+  the result's ``extra['not_run_reason']`` says what to install or run (counted apart in
+  the summary, never as INCONCLUSIVE);
 * ``ERROR`` — the check itself broke (an exception); only this makes ``pflt verify`` exit
   non-zero.
 
@@ -26,8 +30,10 @@ numerical-bound kinds:
   with :func:`bound_outcome` (HOLDS iff measured <= bound; records ``tightness`` =
   bound/measured and ``vacuous`` = bound above the trivial bound).
 * ``envelope`` — an O(.) statement with hidden constants: measured/shape over a grid
-  spanning >= 1.5 decades per variable; build it with :func:`envelope_outcome` (HOLDS iff
-  max/min of the ratio stays within a factor fixed in the check's definition).
+  spanning >= 1.5 decades per variable; build it with :func:`envelope_outcome` (one-sided
+  for an upper bound: the second half of the grid may not rise above the constant fitted on
+  the first by more than a factor fixed in the check's definition; two-sided max/min only for
+  a Θ claim; verification/core/envelope.py).
 * ``worst_case`` — measured (engine) <= exact worst case over the theorem's function class
   (a performance-estimation problem) <= the theorem's bound; build it with
   :func:`verification.worst_case.outcome.worst_case_outcome` (tightness = bound/worst case).
@@ -50,9 +56,12 @@ directory where the check may write figures (return their paths in ``Outcome.fig
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import math
 import pkgutil
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -71,12 +80,13 @@ class Verdict(str, Enum):
     ERRATUM = "ERRATUM"
     INCONCLUSIVE = "INCONCLUSIVE"
     VACUOUS = "VACUOUS"
+    NOT_RUN = "NOT RUN"
     ERROR = "ERROR"
 
 
 #: worst first: the aggregate over seeds is the first of these that any seed has
 VERDICT_PRECEDENCE = (Verdict.ERROR, Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE,
-                      Verdict.VACUOUS, Verdict.HOLDS)
+                      Verdict.NOT_RUN, Verdict.VACUOUS, Verdict.HOLDS)
 
 #: what an ERRATUM verdict rests on (``Outcome.erratum_basis``): ``algebra`` = the formula as
 #: printed is inconsistent and our correction makes it consistent by algebra on our own
@@ -155,33 +165,28 @@ def bound_outcome(measured: float, bound: float, *, trivial: float | None = None
                    tightness=tight, vacuous=vac, extra=extra)
 
 
-def envelope_outcome(measured: Any, shape: Any, *, factor: float, detail: str = "",
-                     figures: tuple[str, ...] = (),
+def envelope_outcome(measured: Any, shape: Any, *, factor: float, claim: str = "upper",
+                     grid: Any = None, name: str = "x", explicit: bool = False,
+                     detail: str = "", figures: tuple[str, ...] = (),
                      extra: dict[str, Any] | None = None) -> Outcome:
-    """Outcome of an ``envelope`` check over a grid: ratio_j = measured_j / shape_j; HOLDS
-    iff max(ratio)/min(ratio) <= ``factor`` (fixed in the check's definition, before the
-    run). ``measured`` is the spread max/min, ``theoretical`` the allowed factor,
-    ``tightness`` = factor / spread, and the implied constant C = max(ratio) (so that
-    measured <= C · shape on the whole grid) goes to ``extra['C']``."""
-    import numpy as np
+    """Outcome of an ``envelope`` check over a grid (ratio_j = measured_j / shape_j), by the
+    rules of :mod:`verification.core.envelope`: for an O(·) upper bound (``claim="upper"``)
+    one-sided — the constant fitted on the first half of the grid, the second half may rise
+    above it by at most ``factor``; for a Θ claim (``claim="exact"``) the spread max/min of
+    the ratio within ``factor``; with ``grid`` (values of the variable ``name``) the slopes and
+    the INCONCLUSIVE rules (a grid on which neither side moves; ``explicit`` bounds: a flat
+    measurement below the bound).  ``measured`` is the statistic (rise or spread),
+    ``theoretical`` the factor, ``tightness`` = factor / statistic, and the implied constant
+    C = max(ratio) (so that measured <= C · shape on the whole grid) goes to ``extra['C']``."""
+    from verification.core.envelope import envelope_rule
 
-    m = np.asarray(measured, dtype=float).ravel()
-    g = np.asarray(shape, dtype=float).ravel()
-    if m.shape != g.shape or m.size < 2:
-        raise ValueError(f"envelope needs >= 2 grid points of equal length, got "
-                         f"{m.size} measured and {g.size} shape values")
-    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(g)) and np.all(m > 0)
-            and np.all(g > 0)):
-        raise ValueError("envelope needs finite positive measured and shape values")
-    ratio = m / g
-    spread = float(ratio.max() / ratio.min())
-    info = {"C": float(ratio.max()), "C_min": float(ratio.min()),
-            "ratios": ratio.tolist(), **dict(extra or {})}
-    line = (f"measured/shape spread {spread:.3g} <= factor {factor:g}? implied C = "
-            f"{ratio.max():.4g} (min {ratio.min():.4g}) over {m.size} grid points")
-    return Outcome(measured=spread, theoretical=float(factor), holds=spread <= factor,
+    verdict, stat, line, info = envelope_rule(measured, shape, factor=factor, claim=claim,
+                                              grid=grid, name=name, explicit=explicit)
+    info = {**info, **dict(extra or {})}
+    return Outcome(measured=stat, theoretical=float(factor), holds=verdict == "HOLDS",
+                   verdict=Verdict.INCONCLUSIVE if verdict == "INCONCLUSIVE" else None,
                    detail=f"{line}; {detail}" if detail else line, figures=tuple(figures),
-                   tightness=float(factor) / spread, vacuous=None, extra=info)
+                   tightness=float(factor) / stat, vacuous=None, extra=info)
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,15 @@ class Result:
     erratum_basis: str | None = None
 
     @property
+    def certificate(self) -> dict[str, Any]:
+        """``{"value", "name", "delta"}`` a check put beside its bound (``extra['certificate']``
+        — verification/estimators/certificates.py), or a record saying none was computed."""
+        cert = self.extra.get("certificate")
+        if isinstance(cert, dict) and {"value", "name", "delta"} <= set(cert):
+            return {k: cert[k] for k in ("value", "name", "delta")}
+        return {"value": None, "name": "none computed by this check", "delta": None}
+
+    @property
     def trivial(self) -> float | None:
         """The trivial bound at the deciding point (``bound`` checks that state one)."""
         value = self.extra.get("trivial")
@@ -244,12 +258,75 @@ class Result:
         out["sensitivity_note"] = self.sensitivity_note
         if self.verdict is Verdict.ERRATUM:
             out["erratum_basis"] = self.erratum_basis
+        if self.verdict is Verdict.VACUOUS:
+            # what is knowable at this size (verification/estimators/certificates.py)
+            out["certificate"] = self.certificate
         if self.extra:
             out["extra"] = _jsonable(self.extra)
         return out
 
 
 _REGISTRY: dict[str, Check] = {}
+
+#: the package of the built-in checks
+BUILTIN_PACKAGE = "verification.checks"
+#: a check declared with a literal id: ``@check("paper.name", …)``
+DECLARED = re.compile(r"""@check\(\s*(["'])([^"']+)\1""")
+
+
+class DuplicateCheckError(ValueError):
+    """Two checks under one id; the message names both (one line), ``modules`` the two
+    modules."""
+
+    def __init__(self, message: str, modules: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.modules = modules
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_ids() -> dict[str, str]:
+    """``{check id: module}`` of the built-in checks declared with a literal id, read from
+    the sources of :data:`BUILTIN_PACKAGE` without importing them."""
+    spec = importlib.util.find_spec(BUILTIN_PACKAGE)
+    out: dict[str, str] = {}
+    for info in pkgutil.iter_modules(spec.submodule_search_locations if spec else []):
+        path = Path(info.module_finder.path) / f"{info.name}.py"
+        if path.is_file():
+            for m in DECLARED.finditer(path.read_text(encoding="utf-8")):
+                out.setdefault(m.group(2), f"{BUILTIN_PACKAGE}.{info.name}")
+    return out
+
+
+def _clash(check_id: str, fn: Callable) -> DuplicateCheckError | None:
+    """Why ``fn`` may not be registered under ``check_id``, or None: another function holds
+    the id, or ``fn`` is not built-in and the id is a built-in check's (refused before the
+    built-in module is imported, so that the built-in stays whole)."""
+    where = f"{fn.__module__}.{fn.__qualname__}"
+    old = _REGISTRY.get(check_id)
+    if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__,
+                                                                        fn.__qualname__):
+        if old.fn.__qualname__ != fn.__qualname__ or not _same_file(old.fn, fn):
+            return DuplicateCheckError(
+                f"duplicate check id {check_id!r}: {where} and "
+                f"{old.fn.__module__}.{old.fn.__qualname__} both register it",
+                (fn.__module__, old.fn.__module__))
+    builtin = None if _builtin_module(fn.__module__) else builtin_ids().get(check_id)
+    if builtin:
+        return DuplicateCheckError(
+            f"check id {check_id!r} of {where} is the id of a built-in check (in "
+            f"{builtin}): give your check another id", (fn.__module__, builtin))
+    return None
+
+
+def _builtin_module(module: str) -> bool:
+    """Whether ``module`` is part of the package (the :mod:`verification` tree)."""
+    return module == "verification" or module.startswith("verification.")
+
+
+def _same_file(a: Callable, b: Callable) -> bool:
+    """Whether two functions come from the same source file (one module imported twice)."""
+    fa, fb = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    return fa is not None and fb is not None and fa.co_filename == fb.co_filename
 
 
 def check(
@@ -264,8 +341,9 @@ def check(
         raise ValueError(f"check {check_id}: a tolerance needs a tolerance_reason")
 
     def decorate(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
-        if check_id in _REGISTRY and _REGISTRY[check_id].fn.__qualname__ != fn.__qualname__:
-            raise ValueError(f"duplicate check id {check_id!r}")
+        clash = _clash(check_id, fn)
+        if clash is not None:
+            raise clash
         _REGISTRY[check_id] = Check(
             id=check_id, paper=paper, reference=reference, kind=kind, fn=fn,
             tolerance=tolerance, tolerance_reason=tolerance_reason,

@@ -25,9 +25,10 @@ from typing import Any
 
 from verification.core.registry import BOUND_KINDS, _jsonable
 from verification.core.suite import CheckRun, SuiteRun
+from verification.core.report_cells import (MAX_CELL, certificate_text, not_run_lines,  # noqa: F401
+                                            short, value_cells, worst_case_cells)
 from verification.core.tightness import tightness_markdown
 
-MAX_CELL = 48  # characters of a value shown in a table cell
 
 
 def json_safe(value: Any) -> Any:
@@ -85,29 +86,6 @@ def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, An
                       "checks": checks})
 
 
-def short(value: Any, width: int | None = MAX_CELL) -> str:
-    """A compact one-line rendering of a measured/theoretical value: a list shows its first
-    four items and how many more (``+8 more``: every value is in results.json); ``width``
-    cuts the text with ``…`` (``None``: never — report.md and the console table wrap
-    instead)."""
-    value = _jsonable(value)
-    if value is None:
-        text = "-"
-    elif isinstance(value, bool):
-        text = str(value)
-    elif isinstance(value, float):
-        text = f"{value:.4g}"
-    elif isinstance(value, (list, tuple)):
-        items = [short(v, None) for v in value[:4]]
-        text = "[" + ", ".join(items) + (f", +{len(value) - 4} more" if len(value) > 4 else "") + "]"
-    elif isinstance(value, dict):
-        text = ", ".join(f"{k}={short(v, None)}" for k, v in value.items())
-    else:
-        text = str(value)
-    text = " ".join(text.split())
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -122,12 +100,14 @@ def _verdict_cell(run: "CheckRun") -> str:
 
 
 #: Report sections, in order: the verdicts that need a reader's attention first.
-VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "HOLDS")
+VERDICT_ORDER = ("FAILS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR", "VACUOUS", "HOLDS")
 VERDICT_MEANING = {
     "FAILS": "the measurement refutes the claim (a finding about the paper or our reading).",
     "ERRATUM": "the formula as printed is contradicted and the corrected reading holds; each "
                "says whether by measurement or by algebra only (correction unproven).",
     "INCONCLUSIVE": "the experiment at this size cannot decide (an interval straddles the claim).",
+    "NOT RUN": "an optional dependency or a reproduction's real-data results are missing; "
+               "nothing was computed (the reason says what to install or run).",
     "ERROR": "the check itself broke.",
     "VACUOUS": "the bound holds but exceeds the trivial bound of its quantity at every point "
                "checked (printed beside it): it says nothing, and is not counted as HOLDS.",
@@ -137,10 +117,11 @@ VERDICT_MEANING = {
 
 def summary_line(counts: dict[str, int]) -> str:
     """``N checks: a HOLD, b FAIL, c ERRATUM, d INCONCLUSIVE, e ERROR, v VACUOUS`` (a VACUOUS
-    bound is not counted as HOLD)."""
-    return (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
+    bound is not counted as HOLD), and ``, n NOT RUN`` when checks did not run."""
+    line = (f"{counts['total']} checks: {counts['HOLDS']} HOLD, {counts['FAILS']} FAIL, "
             f"{counts['ERRATUM']} ERRATUM, {counts['INCONCLUSIVE']} INCONCLUSIVE, "
             f"{counts['ERROR']} ERROR, {counts.get('VACUOUS', 0)} VACUOUS")
+    return line + (f", {counts['NOT RUN']} NOT RUN" if counts.get("NOT RUN") else "")
 
 
 def sensitivity_line(suite: "SuiteRun") -> str:
@@ -148,8 +129,8 @@ def sensitivity_line(suite: "SuiteRun") -> str:
     smallest factor on the theoretical side that flips each check's verdict."""
     from verification.core.sensitivity import summarise
 
-    return summarise((run.check.kind, _deciding_sensitivity(run)) for run in suite.runs
-                     if run.verdict.value != "ERROR")
+    return summarise((run.check.kind, _deciding_sensitivity(run), run.verdict.value)
+                     for run in suite.runs if run.verdict.value != "ERROR")
 
 
 def _deciding_sensitivity(run: "CheckRun") -> float | None:
@@ -166,6 +147,13 @@ def _sensitivity_cell(run: "CheckRun") -> str:
     if value is None:
         return r.sensitivity_note or "n/a"
     return format_factor(value)
+
+
+def _sensitivity_label(run: "CheckRun") -> str:
+    """Under a FAILS or an ERRATUM the factor is how far the claim is from holding, not
+    what the check could detect."""
+    return ("Distance from holding" if run.verdict.value in ("FAILS", "ERRATUM")
+            else "Sensitivity")
 
 
 def _erratum_line(run: "CheckRun") -> str:
@@ -199,7 +187,7 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
              f"- **Evidence** (seed {worst[0].seed}): {' '.join(worst[0].detail.split())}",
              f"- **Measured / theoretical:** {short(worst[0].measured, None)} / "
              f"{short(worst[0].theoretical, None)}",
-             f"- **Sensitivity:** {_sensitivity_cell(run)}"
+             f"- **{_sensitivity_label(run)}:** {_sensitivity_cell(run)}"
              + (f" ({worst[0].sensitivity_note})" if _deciding_sensitivity(run) is not None
                 and worst[0].sensitivity_note else ""),
              f"- **Decided at:** {_size(run, size)}"
@@ -209,6 +197,8 @@ def _explained(run: "CheckRun", size: str, out_dir: Path | None) -> list[str]:
         lines.append(f"- **Erratum basis:** {_erratum_line(run)}")
     if worst[0].trivial is not None:
         lines.append(f"- **Trivial bound:** {worst[0].trivial:.4g}")
+    if run.verdict.value == "VACUOUS":
+        lines.append(f"- **Bound / trivial / certificate / measured:** {certificate_text(worst[0])}")
     figs = _figures(run, out_dir)
     if figs:
         lines.append("- **Figures:** " + " ".join(f"[{Path(f).name}]({f})" for f in figs))
@@ -227,10 +217,12 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
         f"(git {env.get('git_commit') or '?'}), device {env.get('device', '?')}, "
         f"Python {env.get('python', '?')}, "
         + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items() if v) + ".", "",
-        f"**{summary_line(counts)}.**", "", f"_{sensitivity_line(suite)}._", "",
+        f"**{summary_line(counts)}.**", "",
+        *[f"**{line}.**" for line in not_run_lines(suite)],
+        *([""] if not_run_lines(suite) else []), f"_{sensitivity_line(suite)}._", "",
         " ".join(f"{v}: {VERDICT_MEANING[v]}" for v in VERDICT_ORDER),
         "With several seeds the verdict is the worst seed's (ERROR > FAILS > ERRATUM > "
-        "INCONCLUSIVE > VACUOUS > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
+        "INCONCLUSIVE > NOT RUN > VACUOUS > HOLDS), `(k/n)` = seeds that hold. R = tests a RECONSTRUCTED formula.",
     ]
     for verdict in VERDICT_ORDER:
         group = [run for run in suite.runs if run.verdict.value == verdict]
@@ -248,7 +240,7 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
             figs = _figures(run, out_dir)
             fig_cell = " ".join(f"[{Path(f).name}]({f})" for f in figs) or "-"
             cells = [f"`{c.id}`", c.paper, c.reference, c.kind, "R" if c.reconstructed else "",
-                     short(r0.measured, None), short(r0.theoretical, None),
+                     *value_cells(run),
                      f"**{_verdict_cell(run)}**", _sensitivity_cell(run), short(r0.detail, None),
                      fig_cell]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
@@ -286,17 +278,24 @@ def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
 
     header = ("id", "kind", "R", "measured", "theoretical", "tightness", "verdict", "sens.",
               "s")
+    only_worst = bool(suite.runs) and all(run.check.kind == "worst_case" for run in suite.runs)
+    if only_worst:  # pflt verify --kind worst_case: name the three numbers
+        header = ("id", "kind", "R", "engine", "worst case", "bound", "tightness", "verdict",
+                  "sens.", "s")
     rows: list[tuple[str, ...]] = []
     for run in suite.runs:
-        r0 = _first(run)
+        values = (worst_case_cells(run) if only_worst and run.verdict.value
+                  not in ("NOT RUN", "ERROR") else ("-", "-", "-") if only_worst
+                  else value_cells(run))
         cells = (run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
-                 short(r0.measured, None), short(r0.theoretical, None), _tightness_cell(run),
+                 *values, _tightness_cell(run),
                  _verdict_cell(run), _short_sensitivity(run), f"{run.seconds:.1f}")
         if width is None:
             rows.append(cells)
             continue
+        value_columns = (3, 4, 5) if only_worst else (3, 4)
         wrapped = [textwrap.wrap(c, width, break_long_words=True) or [""]
-                   if i in (3, 4) else [c] for i, c in enumerate(cells)]
+                   if i in value_columns else [c] for i, c in enumerate(cells)]
         for k in range(max(len(w) for w in wrapped)):
             rows.append(tuple(w[k] if k < len(w) else "" for w in wrapped))
     widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
@@ -306,6 +305,7 @@ def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
 
     out = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
     out.append(sensitivity_line(suite))
+    out.extend(not_run_lines(suite))
     out.append(summary_line(suite.counts()))
     errors = [run for run in suite.runs if run.verdict.value == "ERROR"]
     for run in errors:
@@ -321,12 +321,15 @@ def _short_sensitivity(run: "CheckRun") -> str:
 
 
 def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:
-    """Write ``results.json`` and ``report.md`` into ``out_dir``; return their paths."""
+    """Write ``results.json`` and ``report.md`` into ``out_dir`` (each atomically: a
+    failed write leaves no half file and its error names the file); return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    from pfl_theory.safe_files import atomic_write_text   # names the file on a failed write
+                                                          # (disk full, a file-size limit)
     results_path = out_dir / "results.json"
-    results_path.write_text(json.dumps(results_dict(suite, out_dir), indent=2,
-                                       allow_nan=False) + "\n", encoding="utf-8")
+    atomic_write_text(results_path, json.dumps(results_dict(suite, out_dir), indent=2,
+                                               allow_nan=False) + "\n")
     report_path = out_dir / "report.md"
-    report_path.write_text(report_markdown(suite, out_dir), encoding="utf-8")
+    atomic_write_text(report_path, report_markdown(suite, out_dir))
     return results_path, report_path

@@ -25,8 +25,8 @@ import importlib.util
 import json
 import os
 import pkgutil
-import platform
 import re
+import platform
 import shutil
 import subprocess
 import sys
@@ -42,19 +42,35 @@ import numpy as np
 from tqdm import tqdm
 
 from pfl_theory.validation import positive_int
-from verification.core.registry import Check, Result, Verdict, run_check
+from verification.core.registry import (DECLARED, Check, DuplicateCheckError, Result, Verdict,
+                                        run_check)
 from verification.core.suite import CheckRun, SuiteRun, aggregate
 from verification.core.report import format_table, write_outputs
 
 
-#: a check declared with a literal id: ``@check("paper.name", …)``
-_DECLARED = re.compile(r"""@check\(\s*(["'])([^"']+)\1""")
+#: a check declared with a literal id (the registry's pattern)
+_DECLARED = DECLARED
+#: a module registering checks whose ids it cannot spell out (one per algorithm, e.g.
+#: :mod:`verification.checks.engine_oracles`) names their common ending in its source:
+#: ``CHECK_IDS_END_WITH = ".engine_equals_oracle"``
+_DYNAMIC = re.compile(r"""^CHECK_IDS_END_WITH\s*=\s*(["'])([^"']+)\1""", re.M)
+
+
+def _may_match(pattern: str, ending: str) -> bool:
+    """Whether an id ``<name><ending>`` can match ``pattern``: the name is probed as the
+    pattern's part before its first dot with the wildcards filled in (a ``[…]`` set counts
+    as a match)."""
+    if "[" in pattern:
+        return True
+    head = pattern.split(".", 1)[0].replace("*", "x").replace("?", "x")
+    return fnmatch.fnmatchcase(head + ending, pattern)
 
 
 def modules_declaring(package: str, only: Iterable[str] | str | None) -> list[str] | None:
     """The modules of ``package`` that can hold a check matching the ``only`` globs, read
     from their source without importing them (literal ``@check("id"`` declarations; a
-    module with any other ``@check(`` is always included); ``None`` — import every module
+    module with any other ``@check(`` is always included; one with ``CHECK_IDS_END_WITH =
+    "<ending>"`` when a pattern can match an id with that ending); ``None`` — import every module
     — without patterns or when a pattern matches no declared id (a plugin's check, an
     ``import.<module>`` pseudo check, a typo that :func:`select` reports)."""
     patterns = _split_patterns(only)
@@ -64,6 +80,7 @@ def modules_declaring(package: str, only: Iterable[str] | str | None) -> list[st
     if spec is None or not spec.submodule_search_locations:
         return None
     declared: dict[str, list[str] | None] = {}
+    dynamic: dict[str, str] = {}
     for info in pkgutil.iter_modules(spec.submodule_search_locations):
         path = Path(info.module_finder.path) / f"{info.name}.py"
         if info.ispkg or not path.is_file():
@@ -72,12 +89,18 @@ def modules_declaring(package: str, only: Iterable[str] | str | None) -> list[st
         text = path.read_text(encoding="utf-8")
         ids = [m.group(2) for m in _DECLARED.finditer(text)]
         declared[info.name] = ids if len(ids) == text.count("@check(") else None
+        ending = _DYNAMIC.search(text)
+        if ending:
+            dynamic[info.name] = ending.group(2)
     every = [i for ids in declared.values() if ids for i in ids]
-    if not all(any(fnmatch.fnmatchcase(i, pat) for i in every) for pat in patterns):
+    if not all(any(fnmatch.fnmatchcase(i, pat) for i in every)
+               or any(_may_match(pat, e) for e in dynamic.values()) for pat in patterns):
         return None
     return sorted(name for name, ids in declared.items()
                   if ids is None or any(fnmatch.fnmatchcase(i, pat)
-                                        for i in ids for pat in patterns))
+                                        for i in ids for pat in patterns)
+                  or (name in dynamic and any(_may_match(pat, dynamic[name])
+                                              for pat in patterns)))
 
 
 def load_checks(package: str = "verification.checks", *,
@@ -101,6 +124,12 @@ def load_checks(package: str = "verification.checks", *,
             continue
         try:
             importlib.import_module(f"{package}.{info.name}")
+        except DuplicateCheckError as exc:
+            if not all(m.startswith("verification.") for m in exc.modules):
+                from pfl_theory.plugins import PluginError  # a plugin took a built-in's id:
+
+                raise PluginError(str(exc)) from exc        # the user's error, one line
+            errors[info.name] = traceback.format_exception_only(type(exc), exc)[-1].strip()
         except Exception as exc:  # a broken module is reported, the others still load
             errors[info.name] = traceback.format_exception_only(type(exc), exc)[-1].strip()
     load_plugins()

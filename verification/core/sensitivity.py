@@ -29,7 +29,9 @@ formula errors larger than ×f":
 * ``selection``, ``ordering`` and dict-valued comparisons: ``n/a`` with the reason.
 
 A check may set ``Outcome.sensitivity`` / ``Outcome.sensitivity_note`` itself; then these
-rules are not applied.  :func:`summarise` gives the line ``pflt verify`` prints.
+rules are not applied.  :func:`summarise` gives the line ``pflt verify`` prints: the checks
+against measurements and the identity checks (code equals our reading) apart, FAILS and
+ERRATUM left out (their factor is a distance from holding, not detection power).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import re
 from statistics import median
 from typing import Any, Iterable
 
-__all__ = ["sensitivity_of", "summarise", "format_factor", "MEASUREMENT_KINDS"]
+__all__ = ["sensitivity_of", "summarise", "format_factor", "MEASUREMENT_KINDS", "basis_of"]
 
 #: the kinds that compare a theorem with a measurement or a worst case (identity checks
 #: compare two writings of a formula or two implementations; their ×(1 + tolerance) would
@@ -130,6 +132,8 @@ def sensitivity_of(kind: str, verdict: str, measured: Any, theoretical: Any, *,
     extra = dict(extra or {})
     if verdict == "ERROR":
         return None, "n/a: the check errored"
+    if verdict == "NOT RUN":
+        return None, "n/a: the check did not run"
     if kind == "bound":
         return _bound(verdict, measured, theoretical, extra)
     if kind == "envelope":
@@ -159,21 +163,54 @@ def sensitivity_of(kind: str, verdict: str, measured: Any, theoretical: Any, *,
     return None, f"n/a: no sensitivity rule for kind {kind!r}"
 
 
-def summarise(items: Iterable[tuple[str, float | None]]) -> str:
-    """One line: median factor overall and per kind, over the results with a factor, and
-    how many are n/a.  ``items``: (kind, factor) per check."""
-    items = list(items)
-    have = [(k, f) for k, f in items if f is not None and math.isfinite(f)]
+#: what the identity checks rest on (the transcriptions among them compare the code with a
+#: second writing of *our own reading* of the papers, docs/formulas.md: regression checks)
+READING_BASIS = ("code equals our reading (identity: the code against a second writing of "
+                 "our reading, docs/formulas.md — regression checks, not the papers)")
+MEASUREMENT_BASIS = "claims against measurements"
+def basis_of(kind: str) -> str:
+    """What a check of ``kind`` rests on: :data:`MEASUREMENT_BASIS`, ``"code equals our
+    reading"`` (identity) or ``"other"`` (selection, ordering, …)."""
+    if kind in MEASUREMENT_KINDS:
+        return MEASUREMENT_BASIS
+    return "code equals our reading" if kind == "identity" else "other"
+
+
+#: verdicts whose factor says how far a check is from holding, not what it could detect
+NOT_DETECTION = ("FAILS", "ERRATUM", "NOT RUN")
+
+
+def summarise(items: Iterable[tuple]) -> str:
+    """One line: the median factor over the checks against measurements (per kind) and,
+    apart, over the identity checks (code equals our reading), and how many are n/a.
+    ``items``: ``(kind, factor)`` or ``(kind, factor, verdict)`` per check; a FAILS, ERRATUM
+    or NOT RUN result is left out of the medians (its factor is how far it is from holding,
+    not detection power) and counted apart."""
+    rows = [(t[0], t[1], t[2] if len(t) > 2 else None) for t in items]
+    apart = [r for r in rows if r[2] in NOT_DETECTION]
+    rows = [r for r in rows if r[2] not in NOT_DETECTION]
+    have = [(k, f) for k, f, _ in rows if f is not None and math.isfinite(f)]
+    na = len(rows) - len(have)
+    tail = (f"; not counted: {len(apart)} FAILS/ERRATUM/NOT RUN (a factor there says how far "
+            f"a check is from holding, not what it detects)" if apart else "")
     if not have:
-        return "sensitivity: n/a for every check run"
-    kinds = sorted({k for k, _ in have})
-    per = ", ".join(f"{k} {format_factor(median(f for kk, f in have if kk == k))}"
-                    for k in kinds)
-    na = len(items) - len(have)
-    line = (f"this suite detects formula errors larger than {format_factor(median(f for _, f in have))} "
-            f"(median over {len(have)} checks; per kind: {per}; n/a for {na})")
-    measured = [f for k, f in have if k in MEASUREMENT_KINDS]
-    if measured and len(measured) < len(have):
-        line += (f"; against measurements alone ({', '.join(MEASUREMENT_KINDS)}): "
-                 f"{format_factor(median(measured))} over {len(measured)} checks")
-    return line
+        return f"sensitivity: n/a for every check run{tail}"
+    parts = []
+    measured = [(k, f) for k, f in have if k in MEASUREMENT_KINDS]
+    if measured:
+        kinds = sorted({k for k, _ in measured})
+        per = ", ".join(f"{k} {format_factor(median(f for kk, f in measured if kk == k))}"
+                        for k in kinds)
+        parts.append(f"{MEASUREMENT_BASIS}: formula errors larger than "
+                     f"{format_factor(median(f for _, f in measured))} flip a verdict (median "
+                     f"over {len(measured)} checks; per kind: {per})")
+    reading = [f for k, f in have if k == "identity"]
+    if reading:
+        parts.append(f"{READING_BASIS}: {format_factor(median(reading))} over "
+                     f"{len(reading)} checks")
+    other = [(k, f) for k, f in have if k not in MEASUREMENT_KINDS and k != "identity"]
+    if other:
+        kinds = sorted({k for k, _ in other})
+        parts.append("other kinds: " + ", ".join(
+            f"{k} {format_factor(median(f for kk, f in other if kk == k))}" for k in kinds))
+    return "sensitivity — " + "; ".join(parts) + f"; n/a for {na}{tail}"

@@ -55,7 +55,7 @@ class SuiteRun:
 
 def aggregate(results: Iterable[Result]) -> Verdict:
     """The worst verdict over seeds, in the order ERROR > FAILS > ERRATUM > INCONCLUSIVE >
-    HOLDS (a claim holds only if it holds on every seed; needs >= 1 result)."""
+    NOT RUN > VACUOUS > HOLDS (a claim holds only if it holds on every seed; needs >= 1 result)."""
     verdicts = [r.verdict for r in results]
     if not verdicts:
         raise ValueError("cannot aggregate an empty list of results")

@@ -5,7 +5,8 @@ researcher asks of a bound: does it hold on real runs, and how loose is it?
 
 With several seeds the row shows the seed where the bound is tightest (smallest tightness,
 the one that decides HOLDS/FAILS).  For ``envelope`` results the "measured" column is the
-spread max/min of measured/shape over the grid, the "bound" the factor fixed in the check,
+rise of measured/shape over the grid's second half above the constant fitted on its first
+(O(·) upper bounds; the spread max/min for Θ claims), the "bound" the factor fixed in the check,
 and the implied constant C is appended.  Rendered by :func:`tightness_markdown`, called from
 :func:`verification.core.report.report_markdown`; per-grid data for the figure
 ``paper_figures/bound_tightness.py`` stays in ``results.json`` (``extra``).
@@ -57,8 +58,19 @@ def tightness_rows(suite: SuiteRun) -> list[dict[str, Any]]:
                      "vacuous": None if r is None else r.vacuous,
                      "trivial": None if r is None else r.trivial,
                      "C": None if r is None else r.extra.get("C"),
+                     "certificate": (None if r is None or r.verdict is not Verdict.VACUOUS
+                                     else r.certificate),
                      "seed": None if r is None else r.seed})
     return rows
+
+
+def _certificate_cell(cert: dict | None) -> str:
+    """A VACUOUS bound's certificate (value, δ), ``-`` for the others."""
+    if cert is None:
+        return "-"
+    if cert["value"] is None:
+        return "n/a"
+    return f"{_num(cert['value'])} (δ = {cert['delta']:g})".replace("|", "\\|")
 
 
 def tightness_markdown(suite: SuiteRun) -> list[str]:
@@ -70,11 +82,15 @@ def tightness_markdown(suite: SuiteRun) -> list[str]:
     lines = ["", "## Tightness of the bounds", "",
              "tightness = bound / measured (≥ 1 when the bound holds; ∞ when the measurement "
              "is 0); vacuous = the bound is above the trivial bound (loss range, initial "
-             "error), `n/a` where the check states none.  Envelopes: measured = spread of "
-             "measured/shape over the grid, bound = the factor fixed before the run, C = "
-             "implied constant.  Row = the seed where the bound is tightest.", "",
-             "| theorem | kind | measured | bound | tightness | vacuous? | trivial bound | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             "error), `n/a` where the check states none; certificate = what a held-out or PAC-Bayes "
+             "bound on the same trained model certifies beside a vacuous bound (with its δ; "
+             "report section VACUOUS names it).  Envelopes: measured = rise of "
+             "measured/shape over the grid's second half above the first half's constant "
+             "(O(·) upper bounds; the spread max/min for Θ claims), bound = the factor fixed "
+             "before the run, C = implied constant.  Row = the seed where the bound is tightest.", "",
+             "| theorem | kind | measured | bound | tightness | vacuous? | trivial bound | "
+             "certificate | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         vac = {True: "**yes**", False: "no", None: "n/a"}[row["vacuous"]]
         bound = _num(row["bound"]) + (f" (C = {_num(row['C'])})" if row["C"] is not None
@@ -82,5 +98,6 @@ def tightness_markdown(suite: SuiteRun) -> list[str]:
         ref = row["reference"].replace("|", "\\|")
         tight = "∞" if row["tightness_note"] else _num(row["tightness"])
         lines.append(f"| `{row['id']}` — {ref} | {row['kind']} | {_num(row['measured'])} "
-                     f"| {bound} | {tight} | {vac} | {_num(row['trivial'])} | **{row['verdict']}** |")
+                     f"| {bound} | {tight} | {vac} | {_num(row['trivial'])} | "
+                     f"{_certificate_cell(row['certificate'])} | **{row['verdict']}** |")
     return lines

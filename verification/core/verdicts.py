@@ -74,8 +74,8 @@ def difference_three_way(diff: float, se: float, *, z: float = 2.0) -> Verdict:
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
     """The worst of several sub-verdicts (FAILS > ERRATUM > INCONCLUSIVE > VACUOUS > HOLDS)."""
-    order = (Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE, Verdict.VACUOUS,
-             Verdict.HOLDS)
+    order = (Verdict.FAILS, Verdict.ERRATUM, Verdict.INCONCLUSIVE, Verdict.NOT_RUN,
+             Verdict.VACUOUS, Verdict.HOLDS)
     for v in order:
         if v in verdicts:
             return v

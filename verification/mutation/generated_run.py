@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 
 
 from verification.core.registry import Check, Verdict, run_check
+from verification.core.sensitivity import MEASUREMENT_BASIS, basis_of
 from verification.mutation.generated import (CHECK_TIMEOUT_S, MAX_PER_FUNCTION, PROBE_KINDS,
                                              GeneratedMutant, applied, clear_caches,
                                              formula_functions, mutants_of, patched)
@@ -150,16 +151,34 @@ def kill_rates(results: Sequence[GeneratedResult], checks: dict[str, Check],
         for kind in kinds_run:
             by_check[kind][0] += kind in kinds_killing
             by_check[kind][1] += 1
+    by_basis: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in used:
+        killing = {basis_of(ch.split(" (", 1)[1].split(")", 1)[0]) for ch in r.changes}
+        for basis in (MEASUREMENT_BASIS, "code equals our reading"):
+            by_basis[basis][0] += basis in killing
+            by_basis[basis][1] += 1
     return {"mutant kind": {k: tuple(v) for k, v in sorted(by_mutant.items())},
             "check kind": {k: tuple(v) for k, v in sorted(by_check.items())},
+            # of every exercised mutant: killed by a check against measurements, and killed by
+            # an identity check (the code against a second writing of our own reading)
+            "basis": {k: tuple(v) for k, v in by_basis.items()},
             "all": {"all": (sum(r.killed for r in used), len(used)),
                     "all, not counting VACUOUS → HOLDS alone":
                         (sum(r.killed and not r.only_informative for r in used), len(used))}}
 
 
 def format_rates(rates: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
+    """One line per group; the ``basis`` line says what the kill rate rests on."""
     lines = []
     for group, table in rates.items():
+        if group == "basis":
+            cells = "; ".join(f"{k} {a}/{b} ({100 * a / b:.0f}%)" if b else f"{k} 0/0"
+                              for k, (a, b) in table.items())
+            lines.append(f"killed, of all exercised mutants, by {cells} — the identity "
+                         f"checks compare the code with a second writing of our own reading "
+                         f"(docs/formulas.md): regression checks, not checks against the "
+                         f"papers")
+            continue
         cells = ", ".join(f"{k} {a}/{b} ({100 * a / b:.0f}%)" if b else f"{k} 0/0"
                           for k, (a, b) in table.items())
         lines.append(f"kill rate by checks alone, per {group}: {cells}")

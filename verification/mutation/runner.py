@@ -152,7 +152,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in survivors:
         print(f"  {name}: {EXPLAINED_SURVIVORS.get(name, 'NOT EXPLAINED — add a check or test')}")
     print(f"mutation kill rate: {sum(r.killed for r in results)}/{len(results)}")
+    print(kill_basis_line(results, load_checks()[0]))
     return 0
+
+
+def kill_basis_line(results: Sequence[MutantResult], checks: dict[str, Check]) -> str:
+    """What the kill rate rests on: mutants killed by a check against measurements, by an
+    identity check (code equals our reading), by the named unit tests."""
+    from verification.core.sensitivity import MEASUREMENT_BASIS, basis_of
+
+    counts = {MEASUREMENT_BASIS: 0, "code equals our reading": 0, "unit tests": 0}
+    for r in results:
+        bases = {"unit tests" if ch.startswith("tests fail:") else
+                 basis_of(checks[ch.split(":", 1)[0]].kind) if ch.split(":", 1)[0] in checks
+                 else "other" for ch in r.changes}
+        for basis in counts:
+            counts[basis] += basis in bases
+    n = len(results)
+    return "killed by " + "; ".join(f"{k} {v}/{n}" for k, v in counts.items()) + \
+        " (identity checks compare the code with a second writing of our own reading)"
 
 
 def _main_generated(only: str | None) -> int:

@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from pfl_theory import pfedme
-from verification.worst_case import instances
+from verification.worst_case import instances, noisy_instances, stochastic
 from verification.worst_case import problems as P
 
 #: the largest exact PEP the command solves: T·R·K oracle calls per client (measured on the
@@ -29,8 +29,42 @@ MAX_CALLS = 24
 MAX_CLIENTS = 4
 
 
+#: the largest magnitude of a parameter: the SDP solves to ~1e-8 relative, so scales beyond
+#: 1e6 (products of two of them reach 1e12) leave its accuracy (``--delta0 1e308`` gave an
+#: "unbounded" answer after 45 s, ``--sigma-sq 1e308`` a number)
+MAX_SCALE = 1e6
+#: enumerated sampling paths times oracle calls per path: the sampled PEP's size
+MAX_SAMPLED_CALLS = 48
+
+
+def check_number(name: str, value, *, positive: bool) -> None:
+    """A finite number, > 0 (``positive``) or ≥ 0, at most :data:`MAX_SCALE` (one-line
+    ``ValueError``)."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if positive and not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if not positive and value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    if abs(value) > MAX_SCALE:
+        raise ValueError(f"{name} = {value:g} is beyond {MAX_SCALE:g}: the SDP's accuracy "
+                         f"(~1e-8 relative) does not reach that scale")
+
+
 def validate(s: P.Setting) -> None:
-    """Sizes a PEP can solve, and parameters of the classes (one-line ``ValueError``)."""
+    """Sizes a PEP can solve, and parameters of the classes (one-line ``ValueError``),
+    before any solve."""
+    for name in ("clients", "rounds", "local_rounds", "batch_size"):
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    for name in ("lr", "lam", "beta", "L", "Delta0"):
+        check_number(name, getattr(s, name), positive=True)
+    for name in ("sigma_sq", "inner_accuracy"):
+        check_number(name, getattr(s, name), positive=False)
+    for name in ("noise_sq", "delta_sq", "mu"):
+        if getattr(s, name) is not None:
+            check_number(name, getattr(s, name), positive=name == "mu")
     calls = s.rounds * s.local_rounds * (s.inner[0] if s.inner else 1)
     if calls > MAX_CALLS:
         raise ValueError(f"rounds × local rounds × inner steps = {calls} oracle calls per "
@@ -38,20 +72,43 @@ def validate(s: P.Setting) -> None:
     if not 1 <= s.clients <= MAX_CLIENTS:
         raise ValueError(f"--clients must be 1 … {MAX_CLIENTS}, got {s.clients} (N = 2 "
                          f"equals N = 3 in the homogeneous case)")
-    for name in ("lr", "lam", "beta", "L", "Delta0"):
-        if not getattr(s, name) > 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(s, name)}")
     if s.mu is not None and not 0 < s.mu < s.L:
         raise ValueError(f"need 0 < mu < L, got mu={s.mu}, L={s.L}")
-    if s.sigma_sq < 0:
-        raise ValueError(f"sigma_sq must be >= 0, got {s.sigma_sq}")
     if s.mu is None and s.clients != 1:
         raise ValueError("the non-convex PEP is the homogeneous case (identical clients, "
                          "σ_f = 0): use --clients 1")
     if s.mu is None and s.lam <= s.L:
         raise ValueError(f"the non-convex envelope needs lam > L, got lam={s.lam}, L={s.L}")
-    if s.inner is not None and not (s.inner[0] >= 1 and s.inner[1] > 0):
-        raise ValueError(f"inner steps must be >= 1 with a positive step, got {s.inner}")
+    if s.inner is not None and not (isinstance(s.inner[0], int) and s.inner[0] >= 1):
+        raise ValueError(f"inner steps must be an integer >= 1, got {s.inner[0]!r}")
+    if s.inner is not None:
+        check_number("personal_lr", s.inner[1], positive=True)
+    _validate_randomness(s, calls)
+
+
+def _validate_randomness(s: P.Setting, calls: int) -> None:
+    if s.sampled is not None:
+        if isinstance(s.sampled, bool) or not isinstance(s.sampled, int) \
+                or not 1 <= s.sampled <= s.clients:
+            raise ValueError(f"--sampled S must be an integer in 1 … N = {s.clients}, got "
+                             f"{s.sampled!r}")
+        from verification.worst_case.stochastic import MAX_PATHS, path_count
+        paths = path_count(s)
+        if paths > MAX_PATHS or paths * calls > MAX_SAMPLED_CALLS:
+            raise ValueError(f"C(N, S)^T = {paths} sampling paths × {calls} oracle calls: "
+                             f"more than {MAX_PATHS} paths or {MAX_SAMPLED_CALLS} calls, too "
+                             f"large for an exact PEP (use fewer rounds)")
+    if s.method == "fedavg" and (s.inner_accuracy or s.delta_sq is not None):
+        raise ValueError("--inner-accuracy and --delta-sq are pFedMe's inner solve; FedAvg "
+                         "has none")
+    if s.inner is not None and (s.inner_accuracy or s.delta_sq is not None):
+        raise ValueError("--inner-accuracy and --delta-sq describe an inexact prox: with "
+                         "--prox steps the inner solve is the K steps themselves")
+    if s.delta_sq is not None and (s.noise_sq is not None or s.inner_accuracy):
+        raise ValueError("--delta-sq is Lemma 1's conclusion δ² itself: give either it or "
+                         "--noise-sq/--inner-accuracy (which make δ² = 2(ν + V/|D|)/(λ+μ)²)")
+    if s.batch_size != 1 and s.noise_sq is None:
+        raise ValueError("--batch-size divides the gradient noise: it needs --noise-sq")
 
 
 def analyse(s: P.Setting, *, contraction: bool = True, solver: str = "clarabel",
@@ -63,11 +120,17 @@ def analyse(s: P.Setting, *, contraction: bool = True, solver: str = "clarabel",
         return _fedavg(s, out, contraction, solver, seed)
     metric = "grad_sq_avg" if s.mu is None else "gap_avg"
     solved = P.federated(s, metric, solver=solver)
+    meas, se = noisy_instances.measured_for(s, metric)
     out.update(metric=metric, worst_case=solved.value, status=solved.status,
-               seconds=solved.seconds, gram_size=solved.gram_size,
-               measured=instances.measured(s, metric, seed=seed))
+               seconds=solved.seconds, gram_size=solved.gram_size, measured=meas,
+               measured_se=se, exact=s.exact_expectation, delta_sq=stochastic.bound_delta_sq(s))
     if s.mu is None:
         out.update(_theorem2(s))
+        # the theorem's own F(w⁰) − F* ≤ Δ_F (a value below every evaluated f) beside the
+        # relaxed F(w⁰) − F(w_T) ≤ Δ_F: at the theorem's tiny steps the relaxed one lets
+        # ‖∇F‖² reach ≈ Δ_F/(ηT), the theorem's condition caps it by smoothness
+        out["worst_case_theorem_condition"] = P.federated(
+            replace(s, lower_value=True), metric, solver=solver).value
     else:
         out.update(_theorem1(s))
         out["envelope"] = {"L_exact": P.envelope_constant(mu=s.mu, L=s.L, lam=s.lam, which="L",
@@ -98,9 +161,10 @@ def theorem1_setting(p: dict) -> P.Setting:
 
 
 def _theorem1(s: P.Setting) -> dict[str, Any]:
-    bound = pfedme.theorem1a(T=s.rounds, R=s.local_rounds, N=s.clients, beta=s.beta, lam=s.lam,
-                             mu=s.mu, delta_sq=0.0, sigma_F1_sq=s.sigma_sq, Delta0=s.Delta0,
-                             check_conditions=False)
+    bound = pfedme.theorem1a(T=s.rounds, R=s.local_rounds, N=s.clients, S=s.sampled,
+                             beta=s.beta, lam=s.lam, mu=s.mu,
+                             delta_sq=stochastic.bound_delta_sq(s), sigma_F1_sq=s.sigma_sq,
+                             Delta0=s.Delta0, check_conditions=False)
     beta_ok = s.beta >= 1
     eta_hat = pfedme.eta_hat_1(lam=s.lam, mu=s.mu, beta=max(s.beta, 1.0))
     admissible = eta_hat / (max(s.beta, 1.0) * s.local_rounds)
@@ -113,8 +177,9 @@ def _theorem1(s: P.Setting) -> dict[str, Any]:
 
 
 def _theorem2(s: P.Setting) -> dict[str, Any]:
-    bound = pfedme.theorem2a(T=s.rounds, R=s.local_rounds, N=s.clients, beta=s.beta,
-                             lam=s.lam, L=s.L, delta_sq=0.0, sigma_F2_sq=0.0,
+    bound = pfedme.theorem2a(T=s.rounds, R=s.local_rounds, N=s.clients, S=s.sampled,
+                             beta=s.beta, lam=s.lam, L=s.L,
+                             delta_sq=stochastic.bound_delta_sq(s), sigma_F2_sq=0.0,
                              Delta_F=s.Delta0, check_conditions=False)
     lam_ok = s.lam >= math.sqrt(8 * s.L ** 2 + 1)
     admissible = 1.0 / (75 * s.lam ** 3) / (max(s.beta, 1.0) * s.local_rounds)
@@ -128,12 +193,16 @@ def _theorem2(s: P.Setting) -> dict[str, Any]:
 def _fedavg(s, out, contraction, solver, seed):
     solved = P.federated(s, "dist", solver=solver)
     q = max(abs(1 - s.lr * s.mu), abs(1 - s.lr * s.L))
+    meas, se = noisy_instances.measured_for(s, "dist")
     out.update(metric="dist", worst_case=solved.value, status=solved.status,
-               seconds=solved.seconds, gram_size=solved.gram_size,
-               measured=instances.measured(s, "dist", seed=seed),
-               theorem="textbook: R·T gradient steps on S(μ, L) (exact when σ² = 0)",
+               seconds=solved.seconds, gram_size=solved.gram_size, measured=meas,
+               measured_se=se, exact=s.exact_expectation,
+               theorem="textbook: R·T gradient steps on S(μ, L) (exact when σ² = 0 and "
+                       "the gradients are exact)",
                bound=q ** (2 * s.rounds * s.local_rounds) * s.Delta0,
-               admissible_step=2.0 / s.L, hypotheses={"sigma_sq = 0": s.sigma_sq == 0})
+               admissible_step=2.0 / s.L,
+               hypotheses={"sigma_sq = 0": s.sigma_sq == 0, "exact gradients": s.noise_sq
+                           in (None, 0.0), "S = N": s.sampled in (None, s.clients)})
     out["looseness"] = out["bound"] / out["worst_case"] if out["worst_case"] > 0 else math.inf
     if contraction:
         out["rho"] = P.one_round_rate(s, solver=solver)

@@ -159,13 +159,7 @@ def worst_case(s: CGPFLSetting, *, solver: str = "clarabel", reduce_dimension: b
                               <= s.Delta)
     pep.set_performance_metric(om.average([grad_sq(clients, om_t, s, PEPClient.sq_norm)
                                            for om_t in traj[:-1]]))
-    try:
-        solved = solve(pep, solver=solver, reduce_dimension=reduce_dimension)
-    except Exception as exc:    # cvxpy.error.SolverError: Clarabel fails on a few of these
-        if not fallback or solver != "clarabel" or type(exc).__name__ != "SolverError":
-            raise               # non-convex SDPs; SCS (first order) solves them (~1e-4)
-        solved = solve(pep, solver="scs", reduce_dimension=reduce_dimension)
-        solved.status += " (Clarabel failed: SCS)"
+    solved = solve(pep, solver=solver, reduce_dimension=reduce_dimension, fallback=fallback)
     solved.handles = {"functions": fns, "omega0": omega0}
     return solved
 

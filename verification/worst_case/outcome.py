@@ -29,11 +29,16 @@ from verification.worst_case.pep import PEPUnavailable
 
 def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bool,
                        rel_tol: float, detail: str = "", extra: dict[str, Any] | None = None,
-                       figures: tuple[str, ...] = ()) -> Outcome:
+                       figures: tuple[str, ...] = (), measured_se: float = 0.0) -> Outcome:
     """The :class:`Outcome` of the rules above (``measured`` = the PEP worst case so that
     the report's measured/bound columns compare the class with the theorem; the engine's
-    value is in ``extra['measured_engine']``)."""
+    value is in ``extra['measured_engine']``).  ``measured_se``: the standard error of a
+    mean over seeds (stochastic runs); the engine is then "above" a value only when
+    mean − 3·se is (a one-sided 3σ test: a false FAILS ~1 in 700)."""
     measured, worst, bound = float(measured), float(worst), float(bound)
+    measured_se = float(measured_se)
+    if not (math.isfinite(measured_se) and measured_se >= 0):
+        raise ValueError(f"measured_se must be finite and >= 0, got {measured_se}")
     if not all(math.isfinite(v) for v in (measured, worst, bound)):
         raise ValueError(f"worst-case check got a non-finite value: measured={measured}, "
                          f"worst={worst}, bound={bound}")
@@ -41,9 +46,10 @@ def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bo
     looseness = bound / worst if worst > 0 else math.inf
     easiness = worst / measured if measured > 0 else math.inf
     reasons = []
-    if measured > bound * slack:
+    low = measured - 3.0 * measured_se
+    if low > bound * slack:
         reasons.append("measured above the bound")
-    if measured > worst * slack:
+    if low > worst * slack:
         reasons.append("measured above the PEP worst case (the PEP misses the engine)")
     verdict = Verdict.HOLDS
     if reasons:
@@ -53,12 +59,15 @@ def worst_case_outcome(*, measured: float, worst: float, bound: float, exact: bo
         reasons.append("exact worst case above the bound: a counterexample" if exact else
                        "valid upper bound on the worst case above the bound: undecided")
     label = "exact" if exact else "valid, not exact"
-    line = (f"measured {measured:.4g} <= worst case {worst:.4g} ({label}) <= bound "
+    shown = (f"{measured:.4g} ± {measured_se:.2g} (mean ± se)" if measured_se
+             else f"{measured:.4g}")
+    line = (f"measured {shown} <= worst case {worst:.4g} ({label}) <= bound "
             f"{bound:.4g}? bound/worst {looseness:.3g} (theorem's looseness), worst/measured "
             f"{easiness:.3g} (instance's easiness)")
     if reasons:
         line += "; " + "; ".join(reasons)
-    info = {"measured_engine": measured, "worst_case": worst, "bound": bound, "exact": exact,
+    info = {"measured_engine": measured, "measured_se": measured_se, "worst_case": worst,
+            "bound": bound, "exact": exact,
             # results.json is strict JSON: a ratio with a zero denominator is null there
             "looseness": looseness if math.isfinite(looseness) else None,
             "easiness": easiness if math.isfinite(easiness) else None, **dict(extra or {})}
@@ -97,13 +106,14 @@ def upper_bound_grid_outcome(measured: Any, bound: Any, *, detail: str = "",
 
 
 def needs_pep(fn):
-    """A worst_case check that reports INCONCLUSIVE with the install hint without PEPit."""
+    """A worst_case check that reports NOT RUN with the install hint without PEPit."""
     def run(ctx: Context) -> Outcome:
         try:
             return fn(ctx)
         except PEPUnavailable as exc:   # numbers required by the kind; strict JSON: no NaN
             return Outcome(measured=0.0, theoretical=0.0, holds=False, tightness=math.inf,
-                           verdict=Verdict.INCONCLUSIVE, detail=f"not computed: {exc}")
+                           verdict=Verdict.NOT_RUN, detail=f"not run: {exc}",
+                           extra={"not_run_reason": str(exc)})
     run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return run
 

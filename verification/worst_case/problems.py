@@ -14,6 +14,11 @@ class of the theorem — μ-strongly convex and L-smooth (A1(a) of pFedMe), L-sm
   no strictly feasible point (Clarabel "optimal_inaccurate", minutes); σ² = 0 declares w*
   stationary for every client instead (the homogeneous case, where N = 2 equals N = 3 by
   symmetry of the agents; tested).
+
+The randomness of the theorems (gradient noise, inexact personal solutions, client sampling
+S of N) enters through :mod:`verification.worst_case.stochastic`: the method runs on its
+stochastic clients over every sampling path, the metric is evaluated with the exact
+oracles and averaged over the paths.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import math
 from dataclasses import dataclass, replace
 from pfl_theory import oracle_methods as om
 from verification.worst_case import pep as pep_module
+from verification.worst_case import stochastic
 from verification.worst_case.pep import PEPClient, Solved, solve, zero_point
 
-METRICS = ("gap_avg", "dist", "grad_sq_avg")
+METRICS = ("gap_avg", "gap_mean", "dist", "grad_sq_avg")
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,14 @@ class Setting:
     """One federated PEP: ``method`` ∈ {"pfedme", "fedavg"}; sizes N (``clients``),
     T (``rounds``), R (``local_rounds``); pFedMe's λ, η, β and inner solve (``inner`` =
     None: exact prox, or (K, η_p)); the class (μ, L; ``mu=None``: L-smooth non-convex);
-    Δ₀ and σ²."""
+    Δ₀ and σ²; the randomness (:mod:`verification.worst_case.stochastic`):
+    ``noise_sq`` γ_f² (per-sample gradient variance; None: exact gradients, 0: the noisy
+    formulation at zero variance), ``batch_size`` |D|, ``inner_accuracy`` ν (eq. 8),
+    ``delta_sq`` δ² (Lemma 1's criterion directly), ``sampled`` S (None: S = N);
+    ``identical``: one function for every client (the homogeneous setting of Local SGD,
+    Glasgow et al. 2022: the clients differ only by their independent noise);
+    ``lower_value``: Theorem 2's F(w⁰) − F* ≤ Δ_F through a value below every evaluated one
+    (:func:`_below_every_value`) besides the relaxed F(w⁰) − F(w_T) ≤ Δ_F."""
 
     method: str = "pfedme"
     clients: int = 2
@@ -46,10 +59,37 @@ class Setting:
     inner: tuple[int, float] | None = None
     sigma_sq: float = 0.0
     Delta0: float = 1.0
+    noise_sq: float | None = None
+    batch_size: int = 1
+    inner_accuracy: float = 0.0
+    delta_sq: float | None = None
+    sampled: int | None = None
+    identical: bool = False
+    lower_value: bool = False
 
     def __post_init__(self):
         if self.method not in ("pfedme", "fedavg"):
             raise ValueError(f"method must be 'pfedme' or 'fedavg', got {self.method!r}")
+        if self.identical and self.sigma_sq != 0:
+            raise ValueError("identical clients have no heterogeneity: sigma_sq must be 0")
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether any randomness of the theorems is modelled (then the worst case is the
+        expected-Gram relaxation: valid, not exact, unless only sampling is on)."""
+        return (self.noise_sq is not None or self.inner_accuracy > 0
+                or self.delta_sq is not None or self.relaxed_by_sampling)
+
+    @property
+    def relaxed_by_sampling(self) -> bool:
+        return self.sampled is not None and self.sampled < self.clients
+
+    @property
+    def exact_expectation(self) -> bool:
+        """True when the PEP's expectation is exact: no noise or inexactness (sampling is
+        enumerated exactly)."""
+        return (self.noise_sq is None and self.inner_accuracy == 0
+                and self.delta_sq is None)
 
     @property
     def mu_F(self) -> float:
@@ -70,10 +110,13 @@ class Setting:
 def _declare(pep, s: Setting):
     from PEPit.functions import SmoothFunction, SmoothStronglyConvexFunction
 
+    count = 1 if s.identical else s.clients
     if s.mu is None:
-        return [pep.declare_function(SmoothFunction, L=s.L) for _ in range(s.clients)]
-    return [pep.declare_function(SmoothStronglyConvexFunction, mu=s.mu, L=s.L)
-            for _ in range(s.clients)]
+        fns = [pep.declare_function(SmoothFunction, L=s.L) for _ in range(count)]
+    else:
+        fns = [pep.declare_function(SmoothStronglyConvexFunction, mu=s.mu, L=s.L)
+               for _ in range(count)]
+    return fns * s.clients if s.identical else fns
 
 
 def _optimum(pep, fns, s: Setting):
@@ -83,11 +126,11 @@ def _optimum(pep, fns, s: Setting):
 
     w_star = pep.set_initial_point()
     envelope = s.method == "pfedme"
-    if s.sigma_sq == 0:
-        vals = [Expression() for _ in fns]
-        for f, v in zip(fns, vals):
-            f.add_point((w_star, zero_point(), v))
-        return w_star, om.average(vals)
+    if s.sigma_sq == 0 or s.identical:
+        vals = {id(f): Expression() for f in fns}
+        for f in {id(f): f for f in fns}.values():
+            f.add_point((w_star, zero_point(), vals[id(f)]))
+        return w_star, om.average([vals[id(f)] for f in fns])
     hs = [Point() for _ in range(s.clients - 1)]
     total = hs[0]
     for h in hs[1:]:
@@ -142,6 +185,8 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
     * ``gap_avg``: F(w̄_T) − F* with w̄_T = Σ_{t<T} α_t w^t / Σα_t (pFedMe Theorem 1(a),
       α_t with the effective step ηβR), over ‖w⁰ − w*‖² ≤ Δ₀;
     * ``dist``: ‖w^T − w*‖², over ‖w⁰ − w*‖² ≤ Δ₀;
+    * ``gap_mean``: F(mean_{1≤t≤T} w^t) − F*, over ‖w⁰ − w*‖² ≤ Δ₀ (the averaged global
+      model; Local SGD's rate);
     * ``grad_sq_avg``: (1/T)Σ_{t<T}‖∇F(w^t)‖² (Theorem 2(a), t* uniform), over
       F(w⁰) − F(w^T) ≤ Δ₀ (= Δ_F)."""
     if metric not in METRICS:
@@ -149,69 +194,106 @@ def federated(s: Setting, metric: str, *, solver: str = "clarabel",
     PEPit = pep_module.require_pepit()
     pep = PEPit.PEP()
     fns = _declare(pep, s)
-    clients = [PEPClient(f) for f in fns]
+    clients = [PEPClient(f) for f in fns]          # exact oracles: the metric
     w_star, f_star = _optimum(pep, fns, s) if metric != "grad_sq_avg" else (None, None)
     w0 = pep.set_initial_point()
-    ws = [w0]
-    for _ in range(s.rounds):
-        ws.append(_round(clients, ws[-1], s))
+    paths = _paths(pep, fns, w0, s, s.rounds)
+    nodes = stochastic.levels(paths)
     if metric == "grad_sq_avg":
-        pep.set_initial_condition(objective(clients, w0, s) - objective(clients, ws[-1], s)
-                                  <= s.Delta0)
-        grads = [gradient(clients, w, s) ** 2 for w in ws[:-1]]
+        end = om.average([objective(clients, w, s) for w in nodes[-1]])
+        start = objective(clients, w0, s)
+        pep.set_initial_condition(start - end <= s.Delta0)
+        grads = [om.average([gradient(clients, w, s) ** 2 for w in level])
+                 for level in nodes[:-1]]
+        if s.lower_value:
+            _below_every_value(pep, fns, start, s)
         pep.set_performance_metric(om.average(grads))
         return solve(pep, solver=solver, reduce_dimension=reduce_dimension)
     pep.set_initial_condition((w0 - w_star) ** 2 <= s.Delta0)
     if metric == "dist":
-        pep.set_performance_metric((ws[-1] - w_star) ** 2)
+        pep.set_performance_metric(om.average([(w - w_star) ** 2 for w in nodes[-1]]))
+    elif metric == "gap_mean":
+        pep.set_performance_metric(om.average([objective(clients, om.average(p[1:]), s)
+                                               for p in paths]) - f_star)
     else:
         alphas = alpha_weights(s.rounds, s.eta_eff, s.mu_F)
-        w_bar = alphas[0] * ws[0]
-        for a, w in zip(alphas[1:], ws[1:-1]):
-            w_bar = w_bar + a * w
-        pep.set_performance_metric(objective(clients, w_bar, s) - f_star)
+        gaps = []
+        for p in paths:
+            w_bar = alphas[0] * p[0]
+            for a, w in zip(alphas[1:], p[1:-1]):
+                w_bar = w_bar + a * w
+            gaps.append(objective(clients, w_bar, s) - f_star)
+        pep.set_performance_metric(om.average(gaps))
     solved = solve(pep, solver=solver, reduce_dimension=reduce_dimension)
     solved.handles = {"functions": fns, "w0": w0, "w_star": w_star}
     return solved
 
 
+def _below_every_value(pep, fns, start, s: Setting) -> None:
+    """Theorem 2's own initial condition F(w⁰) − F* ≤ Δ_F beside the relaxed one: a value
+    f_low ≤ f(θ) at every point the PEP evaluates (F* = min f ≤ each; the envelope's
+    minimum equals f's) with F(w⁰) − f_low ≤ Δ_F — valid for every instance, so the worst
+    case stays an upper bound, and tighter where the method's errors push F up."""
+    from PEPit import Expression
+
+    f_low = Expression()
+    for f in {id(f): f for f in fns}.values():
+        for _, _, value in f.list_of_points:
+            pep.add_constraint(f_low <= value)
+    pep.add_constraint(start - f_low <= s.Delta0)
+
+
+def _paths(pep, fns, w0, s: Setting, rounds: int) -> list[list]:
+    """Every sampling path of ``rounds`` rounds of the method on its (stochastic) clients."""
+    method = stochastic.method_clients(pep, fns, s)
+    return stochastic.tree(method, w0, s, lambda cs, w: _round(cs, w, s), rounds)
+
+
 def one_round_rate(s: Setting, *, solver: str = "clarabel") -> float:
-    """ρ: the exact worst one-round contraction ‖w¹ − w*‖² / ‖w⁰ − w*‖² with σ² = 0."""
-    return federated(replace(s, rounds=1, sigma_sq=0.0, Delta0=1.0), "dist",
-                     solver=solver).value
+    """ρ: the exact worst one-round contraction E‖w¹ − w*‖² / ‖w⁰ − w*‖² with σ² = 0, exact
+    gradients and personal solutions (client sampling kept)."""
+    return federated(replace(s, rounds=1, sigma_sq=0.0, Delta0=1.0, noise_sq=None,
+                             inner_accuracy=0.0, delta_sq=None), "dist", solver=solver).value
 
 
-def one_round_offset(s: Setting, rho: float, *, solver: str = "clarabel") -> float:
-    """c(ρ) = sup ‖w¹ − w*‖² − ρ‖w⁰ − w*‖² over σ²_{F,1} ≤ 1: then
-    ‖w^{t+1} − w*‖² ≤ ρ‖w^t − w*‖² + c σ² for every round (valid for ρ ≥ the
-    homogeneous rate; +∞ below it)."""
+def one_round_offset(s: Setting, rho: float, *, solver: str = "clarabel",
+                     sigma_sq: float = 1.0) -> float:
+    """c(ρ) = sup E‖w¹ − w*‖² − ρ‖w⁰ − w*‖² over σ²_{F,1} ≤ ``sigma_sq`` with the
+    setting's noise, inexactness and sampling: then E‖w^{t+1} − w*‖² ≤ ρE‖w^t − w*‖² + c
+    for every round (valid for ρ ≥ the homogeneous rate; +∞ below it).  With the default
+    ``sigma_sq = 1`` and no noise, c scales with σ² (the offset per unit σ²)."""
     PEPit = pep_module.require_pepit()
     pep = PEPit.PEP()
-    one = replace(s, rounds=1, sigma_sq=1.0)
+    one = replace(s, rounds=1, sigma_sq=sigma_sq)
     fns = _declare(pep, one)
-    clients = [PEPClient(f) for f in fns]
     w_star, _ = _optimum(pep, fns, one)
     w0 = pep.set_initial_point()
-    w1 = _round(clients, w0, one)
-    pep.set_performance_metric((w1 - w_star) ** 2 - rho * (w0 - w_star) ** 2)
+    ends = [p[-1] for p in _paths(pep, fns, w0, one, 1)]
+    pep.set_performance_metric(om.average([(w1 - w_star) ** 2 for w1 in ends])
+                               - rho * (w0 - w_star) ** 2)
     return max(solve(pep, solver=solver).value, 0.0)
 
 
-def unrolled_distances(rho: float, c: float, s: Setting, T: int) -> list[float]:
-    """e_t ≤ ρ^t Δ₀ + cσ²(1 − ρ^t)/(1 − ρ), t = 0 … T (the one-round recursion unrolled:
-    a valid, not exact, bound on the worst ‖w^t − w*‖²)."""
+def unrolled_distances(rho: float, c: float, s: Setting, T: int, *,
+                       per_unit_sigma: bool = True) -> list[float]:
+    """e_t ≤ ρ^t Δ₀ + C(1 − ρ^t)/(1 − ρ), t = 0 … T, with C = cσ² (``c`` per unit σ²)
+    or C = c (``per_unit_sigma=False``: c already at the setting's σ², noise, δ²) — the
+    one-round recursion unrolled: a valid, not exact, bound on the worst E‖w^t − w*‖²."""
+    C = c * s.sigma_sq if per_unit_sigma else c
     out = []
     for t in range(T + 1):
         geo = t if rho == 1 else (1 - rho ** t) / (1 - rho)
-        out.append(rho ** t * s.Delta0 + c * s.sigma_sq * geo)
+        out.append(rho ** t * s.Delta0 + C * geo)
     return out
 
 
-def unrolled_gap_avg(rho: float, c: float, s: Setting, T: int) -> float:
-    """Valid bound on the worst F(w̄_T) − F* from the unrolled distances:
+def unrolled_gap_avg(rho: float, c: float, s: Setting, T: int, *,
+                     per_unit_sigma: bool = True) -> float:
+    """Valid bound on the worst E F(w̄_T) − F* from the unrolled distances:
     F(w) − F* ≤ L/2‖w − w*‖² (L = λL/(λ+L) for the envelope) and
-    ‖w̄_T − w*‖ ≤ Σ ᾱ_t ‖w^t − w*‖ (triangle inequality)."""
-    e = unrolled_distances(rho, c, s, T)
+    ‖w̄_T − w*‖_{L²} ≤ Σ ᾱ_t ‖w^t − w*‖_{L²} (Minkowski: the triangle inequality of the
+    root mean square, so the bound holds in expectation too)."""
+    e = unrolled_distances(rho, c, s, T, per_unit_sigma=per_unit_sigma)
     alphas = alpha_weights(T, s.eta_eff, s.mu_F)
     smooth = s.L_F_exact if s.method == "pfedme" else s.L
     return 0.5 * smooth * sum(a * math.sqrt(x) for a, x in zip(alphas, e[:T])) ** 2

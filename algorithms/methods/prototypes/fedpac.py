@@ -45,7 +45,8 @@ from algorithms.engine.base import (Params, State, batch_size_hp, broadcast, che
 from algorithms.engine.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.engine.heads import merge, partial_sgd, subset
 from algorithms.engine.features import (all_rows_phase_parts, body_keys, class_sums, client_rows,
-                                 feature_dim, features, head_keys)
+                                 feature_dim, features, head_keys,
+                                 inert_without_body)
 from algorithms.methods.prototypes.fedproto import pooled_prototypes, prototype_penalty, regularised_sgd
 from pfl_theory.validation import nonnegative, positive, positive_int
 
@@ -132,6 +133,13 @@ class FedPAC(Algorithm):
 
     def __post_init__(self):
         validate_hyperparameters(self)
+
+    def inert_hyperparameters(self, model) -> dict[str, str]:
+        """λ cannot change the result with an MLR: the feature-alignment term is a
+        penalty of the body steps, and an MLR has no body (they update nothing)."""
+        return inert_without_body(model, {"lam": "with --model mlr there is no body: the "
+                                          "feature-alignment term acts on body steps that "
+                                          "update nothing"})
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)

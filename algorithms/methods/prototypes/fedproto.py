@@ -40,7 +40,8 @@ from algorithms.engine.base import (State, batch_size_hp, broadcast, check_clien
                              validate_hyperparameters)
 from algorithms.engine.contract import Algorithm, Phase, train_phase, with_server
 from algorithms.engine.features import (all_rows_phase_parts, body_keys, class_sums, client_rows,
-                                 feature_dim, features, head_keys, loss_grad)
+                                 feature_dim, features, head_keys, loss_grad,
+                                 inert_without_body)
 from pfl_theory.validation import nonnegative
 
 
@@ -98,6 +99,13 @@ class FedProto(Algorithm):
 
     def __post_init__(self):
         validate_hyperparameters(self)
+
+    def inert_hyperparameters(self, model) -> dict[str, str]:
+        """λ cannot change the result with an MLR: the prototype term λ‖z − c_y‖² has
+        z = x (no body), which no parameter changes, so its gradient is zero."""
+        return inert_without_body(model, {"lam": "with --model mlr the features are the "
+                                          "inputs (no body), so the prototype term's "
+                                          "gradient is zero"})
 
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)

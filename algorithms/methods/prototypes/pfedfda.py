@@ -74,7 +74,8 @@ from algorithms.engine.heads import merge, subset
 from algorithms.engine.features import (all_rows_phase_parts, body_keys, class_counts, class_means,
                                  class_sums,
                                  client_rows, feature_dim, features, head_keys, linear_logits,
-                                 loss_grad, within_class_cov)
+                                 loss_grad, within_class_cov,
+                                 inert_without_body)
 from pfl_theory.validation import NonFiniteValueError, positive, positive_int
 
 
@@ -133,6 +134,12 @@ class PFedFDA(Algorithm):
 
     def __post_init__(self):
         validate_hyperparameters(self)
+
+    def inert_hyperparameters(self, model) -> dict[str, str]:
+        """η cannot change the result with an MLR: it is the step of the body's SGD, and
+        an MLR has no body (pFedFDA is then federated LDA with personalized shrinkage)."""
+        return inert_without_body(model, {"lr": "with --model mlr there is no body to "
+                                          "train: η is the body's SGD step"})
 
     # ---- state ------------------------------------------------------------------------
     def server_init(self, fed, model, seed: int) -> State:

@@ -74,6 +74,15 @@ class PerFedAvg(Algorithm):
         if self.adapt_on not in ("train", "test"):
             raise ValueError(f"adapt_on must be 'train' or 'test', got {self.adapt_on!r}")
 
+    def reads_test_split(self) -> str | None:
+        """Why this configuration reads the clients' test split, or ``None`` (the paper's
+        method never does; ``pflt run`` prints the reason and marks the run's summary)."""
+        if self.adapt_on == "test":
+            return ("adapt_on='test' adapts the evaluated model on test mini-batches (the public "
+                    "pFedMe code's evaluation, not Per-FedAvg's): its personalized accuracy is "
+                    "measured on data it was adapted on")
+        return None
+
     def init(self, fed, model, seed: int) -> State:
         check_clients_per_round(self.clients_per_round, fed)
         w = model.init(1, seed=seed, device=fed.device, dtype=fed.dtype)

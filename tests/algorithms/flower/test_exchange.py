@@ -93,8 +93,9 @@ def kill_at(push, node_index, restart_at=None):
 
 
 def test_a_dead_client_is_left_out_and_the_run_still_collects(fed):
-    # pushes: setup, init, then train/evaluate per round; client 1 dies at round 2's train
-    result, _ = run_dying(fed, kill_at(4, 1))
+    # pushes: setup, init, initial evaluation, then train/evaluate per round; client 1
+    # dies at round 2's train
+    result, _ = run_dying(fed, kill_at(5, 1))
     assert result.state.round == ROUNDS
     phases = [(f["phase"], f["clients"]) for f in result.failures]
     assert phases[0] == ("train", [1]) and "no reply" in result.failures[0]["reasons"][0]
@@ -108,7 +109,7 @@ def test_a_dead_client_is_left_out_and_the_run_still_collects(fed):
 
 
 def test_a_restarted_client_rejoins_with_the_servers_copy_of_its_rows(fed):
-    result, grid = run_dying(fed, kill_at(4, 1, restart_at=6))
+    result, grid = run_dying(fed, kill_at(5, 1, restart_at=7))
     rejoin = [f for f in result.failures if f["phase"] == "rejoin"]
     assert [f["clients"] for f in rejoin] == [[1]]
     assert f"node {grid.node_ids[-1]} serves client 1" in rejoin[0]["reasons"][0]

@@ -77,3 +77,28 @@ def test_rademacher_envelope_holds_and_fails_when_the_last_point_is_inflated():
     assert out.holds and out.extra["C"] > 0 and len(out.extra["m"]) >= 4
     assert out.extra["m"][-1] / out.extra["m"][0] >= 10 ** 1.5  # ≥ 1.5 decades
     assert not B.lemma2_envelope_m(ctx, inflate_last=2.0).holds
+
+
+def test_vacuous_theorem_bounds_carry_certificates_that_hold_on_unseen_held_out_data(
+        monkeypatch):
+    from verification.core.registry import Verdict, load_all, run_check
+    from verification.estimators import certificates
+
+    for cid in ("plgu.bound_theorem1_gap", "plgu.bound_theorem3_gap"):
+        res = run_check(load_all()[cid], size="quick")
+        assert res.verdict is Verdict.VACUOUS
+        cert = res.to_dict()["certificate"]
+        assert cert["value"] < 1.0 <= res.theoretical and cert["delta"] == 0.05  # informative
+        # at every m̂: the held-out gap on the 4000 samples per client the certificate never
+        # saw lies below the test-set certificate
+        per_m = res.extra["certificates_per_m"]["test_set"]
+        assert all(c["value"] >= g for c, g in zip(per_m, res.extra["heldout_gap_per_m"]))
+    # mutation: a kl inverse 0.05 too small certifies less than the held-out gap somewhere
+    B._theorems.cache_clear()
+    monkeypatch.setattr(certificates, "kl_inverse_upper", lambda q, c: max(q - 0.05, 0.0))
+    try:
+        res = run_check(load_all()["plgu.bound_theorem1_gap"], size="quick")
+        per_m = res.extra["certificates_per_m"]["test_set"]
+        assert any(c["value"] < g for c, g in zip(per_m, res.extra["heldout_gap_per_m"]))
+    finally:
+        B._theorems.cache_clear()

@@ -61,7 +61,7 @@ def test_a_counterexample_is_saved_and_replayed_through_the_engine(tmp_path):
     assert (tmp_path / "fedavg.worst_case_gd_counterexample.json").is_file()
 
 
-def test_without_pepit_the_checks_are_inconclusive_with_the_install_hint(monkeypatch, tmp_path):
+def test_without_pepit_the_checks_are_not_run_with_the_install_hint(monkeypatch, tmp_path):
     import json
 
     import verification.worst_case.pep as pep
@@ -70,8 +70,17 @@ def test_without_pepit_the_checks_are_inconclusive_with_the_install_hint(monkeyp
         raise pep.PEPUnavailable(pep.INSTALL_HINT)
     monkeypatch.setattr(pep, "require_pepit", missing)
     res = _run("pfedme.worst_case_envelope_L")
-    assert res.verdict is Verdict.INCONCLUSIVE and "pip install -e '.[pep]'" in res.detail
+    assert res.verdict is Verdict.NOT_RUN and "pip install -e '.[pep]'" in res.detail
     json.dumps(res.to_dict(), allow_nan=False)           # results.json stays strict JSON
+    # the terminal summary counts them apart and says why, not as INCONCLUSIVE
+    from verification.core.report import format_table
+    from verification.core.suite import CheckRun, SuiteRun
+
+    suite = SuiteRun(tuple(CheckRun(r.check, r.verdict, (r,)) for r in
+                           (res, _run("pfedme.worst_case_thm2"))), "quick", (0,))
+    lines = format_table(suite).splitlines()
+    assert "2 not run: PEPit is not installed: install with pip install -e '.[pep]'" in lines
+    assert lines[-1].endswith("0 INCONCLUSIVE, 0 ERROR, 0 VACUOUS, 2 NOT RUN")
 
 
 #: worst-case checks whose verdict is an erratum of the paper (docs/worst_case.md)

@@ -52,6 +52,9 @@ def test_printed_normalisation_is_an_erratum_measured_against_the_proofs_reading
     res = _run_printed()                    # K = 3 contexts of 2: m = 6, worst/bound ≈ 6/4
     assert res.verdict is Verdict.ERRATUM, res.detail
     assert res.erratum_basis == "measured"
+    # the erratum names its text: the IJCAI normalisation; the ICLR text is consistent
+    for text in (res.detail, res.check.reference):
+        assert "IJCAI" in text and "§3" in text and "ICLR" in text and "§4.1/A.1" in text
     ex = res.extra
     assert ex["worst_case"] / ex["bound"] == pytest.approx(1.5, rel=0.05)
     assert ex["proof_reading_worst_case"] <= ex["proof_reading_bound"]

@@ -35,10 +35,15 @@ def test_envelope_outcome_spread_and_constant():
     shape = [1.0, 0.1, 0.01]
     good = envelope_outcome([2.0, 0.21, 0.019], shape, factor=1.5)
     assert good.holds and good.extra["C"] == pytest.approx(2.1)
-    assert good.measured == pytest.approx(2.1 / 1.9)
+    # one-sided (upper bound): second half's largest ratio over the first half's constant
+    # (ratios 2.0, 2.1 | 1.9: C = 2.1 on the first two points, the last is 1.9/2.1 of it)
+    assert good.measured == pytest.approx(1.9 / 2.1)
+    assert envelope_outcome([2.0, 0.21, 0.019], shape, factor=1.5,
+                            claim="exact").measured == pytest.approx(2.1 / 1.9)
     # a measurement with another rate (1/T instead of 1/T^2 shape) leaves the envelope
-    bad = envelope_outcome([1.0, 0.1, 0.01], [1.0, 0.01, 0.0001], factor=10.0)
-    assert not bad.holds and bad.measured == pytest.approx(100.0)
+    # (ratios 1, 10 | 100: the last point rises 10x above the first half's constant)
+    bad = envelope_outcome([1.0, 0.1, 0.01], [1.0, 0.01, 0.0001], factor=5.0)
+    assert not bad.holds and bad.measured == pytest.approx(10.0)
     with pytest.raises(ValueError):
         envelope_outcome([1.0], [1.0], factor=2.0)
     with pytest.raises(ValueError):

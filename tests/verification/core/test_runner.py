@@ -65,7 +65,7 @@ def test_verdicts_of_true_false_and_raising_checks(fake_registry):
                         "fake.true": Verdict.HOLDS}
     raised = next(r for r in suite.runs if r.check.id == "fake.raises").results[0]
     assert "ZeroDivisionError" in raised.detail
-    assert suite.counts() == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0,
+    assert suite.counts() == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0, "NOT RUN": 0,
                               "INCONCLUSIVE": 0, "total": 3}
     assert suite.exit_code == 1
 
@@ -140,7 +140,7 @@ def test_cli_writes_parseable_report_and_results(fake_registry, tmp_path, capsys
     rc = main(["verify", "--quick", "--seeds", "2", "--out", str(out), "--no-progress"])
     assert rc == 1  # fake.raises is an ERROR
     data = _strict_json(out / "results.json")
-    assert data["summary"] == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0,
+    assert data["summary"] == {"HOLDS": 1, "FAILS": 1, "ERROR": 1, "ERRATUM": 0, "VACUOUS": 0, "NOT RUN": 0,
                                "INCONCLUSIVE": 0, "total": 3}
     assert data["size"] == "quick" and data["seeds"] == [0, 1]
     env = data["environment"]

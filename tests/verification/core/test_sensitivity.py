@@ -77,7 +77,8 @@ def test_summary_line_reports_median_and_per_kind():
     assert "×4" in line and "bound ×52" in line and "envelope ×2" in line and "n/a for 1" in line
     res = run_check(_check("bound", lambda ctx: bound_outcome(0.5, 2.0)))
     suite = SuiteRun((CheckRun(res.check, res.verdict, (res,)),), "quick", (0,))
-    assert sensitivity_line(suite).startswith("this suite detects formula errors larger than ×4")
+    assert sensitivity_line(suite).startswith(
+        "sensitivity — claims against measurements: formula errors larger than ×4 flip")
 
 
 def test_erratum_basis_is_recorded_and_validated():
@@ -108,7 +109,7 @@ def test_report_shows_vacuous_section_trivial_bound_sensitivity_and_erratum_basi
            "consistent (algebra, correction unproven)" in md
     assert "0 HOLD" in md and "1 VACUOUS" in md
     table = format_table(suite)
-    assert "×30" in table and "this suite detects formula errors larger than" in table
+    assert "×30" in table and "claims against measurements" in table
 
 
 def test_worst_case_sensitivity_is_the_theorems_looseness_over_the_class():
@@ -119,10 +120,24 @@ def test_worst_case_sensitivity_is_the_theorems_looseness_over_the_class():
     assert sensitivity_of("worst_case", "HOLDS", 0.0, 1.0)[0] is None
 
 
-def test_summary_line_adds_the_median_against_measurements_alone():
+def test_summary_line_splits_our_reading_from_measurements():
     line = summarise([("identity", 1.0), ("identity", 1.0), ("identity", 1.0),
                       ("bound", 20.0), ("envelope", 2.0)])
-    assert line.startswith("this suite detects formula errors larger than ×1 ")
-    assert line.endswith("against measurements alone (bound, envelope, inequality, rate, "
-                         "worst_case): ×11 over 2 checks")
-    assert "against measurements" not in summarise([("bound", 4.0)])
+    assert "claims against measurements: formula errors larger than ×11 flip a verdict " \
+           "(median over 2 checks" in line
+    assert "code equals our reading (identity" in line and ": ×1 over 3 checks" in line
+    # the identity checks no longer set an overall median
+    assert "×1 (median" not in line
+    assert "our reading" not in summarise([("bound", 4.0)])
+
+
+def test_summary_line_leaves_fails_out_of_detection_power():
+    # a FAILS' factor (measured/bound 8e20) is a distance from holding, not detection power
+    line = summarise([("identity", 1.0e-9 + 1, "FAILS"), ("bound", 8.08e20, "FAILS"),
+                      ("bound", 3.0, "HOLDS")])
+    assert "e+20" not in line and "×3" in line
+    assert "not counted: 2 FAILS/ERRATUM/NOT RUN" in line
+    only = summarise([("identity", 8.08e20, "FAILS")])
+    assert only.startswith("sensitivity: n/a for every check run") and "e+20" not in only
+    # the same item without its verdict would count (the old behaviour): the rule decides
+    assert "e+20" in summarise([("bound", 8.08e20)])

@@ -59,9 +59,9 @@ def test_verify_kind_runs_only_bounds_and_writes_the_tightness_table(fake_regist
     # the row is seed 1 at n = 1000: measured 6, bound 16 (above the trivial 10 there, but
     # below it at n = 10, 100: not vacuous — VACUOUS needs every grid point above)
     cells = [c.strip() for c in rows["fake.bound_holds"].split("|")]
-    assert cells[3:9] == ["6", "16", "2.67", "no", "10", "**HOLDS**"]
+    assert cells[3:10] == ["6", "16", "2.67", "no", "10", "-", "**HOLDS**"]
     cells = [c.strip() for c in rows["fake.bound_fails"].split("|")]
-    assert cells[3:5] == ["1", "0.5"] and cells[5] == "0.5" and cells[8] == "**FAILS**"
+    assert cells[3:5] == ["1", "0.5"] and cells[5] == "0.5" and cells[9] == "**FAILS**"
     assert cells[6] == "n/a" and cells[7] == "-"  # no trivial bound stated
     cells = [c.strip() for c in rows["fake.envelope"].split("|")]
     assert cells[3] == "1.5" and cells[4] == "2 (C = 3)" and cells[5] == "1.33"

@@ -20,9 +20,11 @@ def test_envelope_with_mutation():
     m, g = np.array([1.0, 2.0, 4.0]), np.array([1.0, 2.0, 4.0])
     assert br.envelope_with_mutation(m, g, {}).holds
     assert not br.envelope_with_mutation(m, g, {"mutate": ("inflate_last", 11.0)}).holds
-    bad = br.envelope_with_mutation(m, g * np.array([1.0, 10.0, 100.0]), {})
-    assert not bad.holds  # a wrong power of the variable over the grid
-    fixed = br.envelope_with_mutation(m, g * np.array([1.0, 10.0, 100.0]),
+    bad = br.envelope_with_mutation(m, g / np.array([1.0, 10.0, 100.0]), {})
+    assert not bad.holds  # the shape falls faster than the measurement: an upper bound refuted
+    loose = br.envelope_with_mutation(m, g * np.array([1.0, 10.0, 100.0]), {})
+    assert loose.holds  # the shape falls slower: a loose upper bound, not refuted (issue 33)
+    fixed = br.envelope_with_mutation(m, g / np.array([1.0, 10.0, 100.0]),
                                       {"mutate": ("shape_is_measured", 2.0)})
     assert fixed.holds and fixed.extra["C"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="unknown mutation"):

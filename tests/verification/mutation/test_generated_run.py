@@ -69,3 +69,24 @@ def test_kill_rates_per_mutant_kind_and_check_kind():
     assert rates["all"]["all"] == (2, 3)
     assert rates["all"]["all, not counting VACUOUS → HOLDS alone"] == (1, 3)
     assert any("constant 1/2 (50%)" in line for line in R.format_rates(rates))
+
+
+def test_kill_rates_say_what_they_rest_on():
+    chk = {c: Check(id=c, paper="P", reference="R", kind=k, fn=lambda ctx: Outcome(0, 0, True),
+                    tolerance=None, tolerance_reason="")
+           for c, k in (("a", "bound"), ("t", "identity"))}
+    users = {("m", "f"): ["a", "t"]}
+
+    def res(changes):
+        m = G.GeneratedMutant("m", "f", "constant", "c", lambda f, t: f)
+        return R.GeneratedResult(m, True, tuple(changes), 0.0)
+
+    results = [res(["t (identity): HOLDS → FAILS"]),
+               res(["t (identity): HOLDS → FAILS", "a (bound): HOLDS → FAILS"]),
+               res(["t (identity): HOLDS → FAILS"]), res([])]
+    rates = R.kill_rates(results, chk, users)
+    assert rates["basis"] == {"claims against measurements": (1, 4),
+                              "code equals our reading": (3, 4)}
+    line = next(x for x in R.format_rates(rates) if x.startswith("killed, of all"))
+    assert "claims against measurements 1/4 (25%)" in line
+    assert "code equals our reading 3/4 (75%)" in line and "our own reading" in line

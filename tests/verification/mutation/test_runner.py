@@ -50,7 +50,10 @@ def test_a_killed_mutant_and_an_identity_mutant(capsys):
 def test_main_prints_kill_rate_last(capsys):
     assert mutation.main(["--quick", "--only", "cgpfl.local_gradient_1/N"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[-1] == "mutation kill rate: 1/1"
+    assert lines[-2] == "mutation kill rate: 1/1"
+    # what the kill rests on: which basis killed it, out of all mutants run
+    assert lines[-1].startswith("killed by claims against measurements ")
+    assert "code equals our reading" in lines[-1] and "unit tests 0/1" in lines[-1]
     assert mutation.main(["--only", "no-such-mutant"]) == 2
 
 
@@ -64,3 +67,19 @@ def test_with_tests_counts_a_failing_unit_test_as_a_kill(monkeypatch):
     assert res.killed and seen == [m.tests] and res.changes[0].startswith("tests fail")
     for name in EXPLAINED_SURVIVORS:  # every explained survivor has a killing unit test
         assert next(x for x in CATALOGUE if x.name == name).tests
+
+
+def test_kill_basis_line_splits_measurements_identity_and_tests():
+    from verification.core.registry import Check, Outcome
+    from verification.mutation.runner import MutantResult, kill_basis_line
+
+    checks = {c: Check(id=c, paper="P", reference="R", kind=k,
+                       fn=lambda ctx: Outcome(0, 0, True), tolerance=None, tolerance_reason="")
+              for c, k in (("a.bound", "bound"), ("t.ident", "identity"))}
+    m = CATALOGUE[0]
+    results = [MutantResult(m, True, ("t.ident: HOLDS → FAILS",), 0.0),
+               MutantResult(m, True, ("a.bound: HOLDS → FAILS", "t.ident: HOLDS → FAILS"), 0.0),
+               MutantResult(m, True, ("tests fail: x",), 0.0),
+               MutantResult(m, False, (), 0.0)]
+    assert kill_basis_line(results, checks).startswith(
+        "killed by claims against measurements 1/4; code equals our reading 2/4; unit tests 1/4")

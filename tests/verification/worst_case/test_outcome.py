@@ -48,7 +48,7 @@ def test_zero_measurement_gives_a_null_ratio_not_an_infinity():
     assert out.extra["easiness"] is None and out.extra["looseness"] == 2.0
 
 
-def test_needs_pep_turns_a_missing_pepit_into_inconclusive_with_the_hint():
+def test_needs_pep_turns_a_missing_pepit_into_not_run_with_the_hint():
     from verification.core.registry import Context, Verdict
     from verification.worst_case.outcome import needs_pep
     from verification.worst_case.pep import INSTALL_HINT, PEPUnavailable
@@ -59,5 +59,6 @@ def test_needs_pep_turns_a_missing_pepit_into_inconclusive_with_the_hint():
         raise PEPUnavailable(INSTALL_HINT)
 
     out = chk(Context(size="quick", seed=0, params={}, tolerance=None))
-    assert out.verdict is Verdict.INCONCLUSIVE and INSTALL_HINT in out.detail
+    assert out.verdict is Verdict.NOT_RUN and INSTALL_HINT in out.detail
+    assert out.extra["not_run_reason"] == INSTALL_HINT
     assert chk.__doc__ == "doc" and chk.__name__ == "chk"

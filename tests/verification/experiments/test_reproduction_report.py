@@ -1,0 +1,81 @@
+"""verification/experiments/reproduction_report.py: ours beside the paper, ordering claims."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from verification.core.registry import Verdict
+from verification.experiments.reproduction_report import markdown, ordering, summarize
+from verification.experiments.reproductions import get_reproduction
+
+
+def rows(values: dict, column="fmnist_mlr", model="mlr"):
+    """CSV rows: ``{method: [last values per seed]}``, best = last + 0.01."""
+    out = []
+    for method, vals in values.items():
+        for seed, v in enumerate(vals):
+            out.append(dict(method=method, model=model, column=column, seed=str(seed),
+                            metric="personalized_accuracy", value=repr(v),
+                            best_value=repr(v + 0.01), rounds="200", status="ok", command="c"))
+    return out
+
+
+def test_summarize_mean_and_sample_sd_in_percent():
+    s = summarize(rows({"A": [0.80, 0.82, 0.84]}))
+    m, sd, n = s[("fmnist_mlr", "A")]["last"]
+    # by hand: mean 82, deviations -2, 0, 2 -> sample variance 8/2 = 4 -> sd 2
+    assert (m, sd, n) == (pytest.approx(82.0), pytest.approx(2.0), 3)
+    assert s[("fmnist_mlr", "A")]["best"][0] == pytest.approx(83.0)
+
+
+def test_failed_rows_count_as_failed_not_as_numbers():
+    r = rows({"A": [0.8, 0.9]})
+    r[1]["status"], r[1]["value"] = "exit 1", "nan"
+    s = summarize(r)[("fmnist_mlr", "A")]
+    assert s["last"][2] == 1 and s["failed"] == 1 and math.isnan(s["last"][1])
+
+
+@pytest.mark.parametrize("a, b, verdict", [
+    ([0.90, 0.91, 0.92], [0.80, 0.81, 0.82], Verdict.HOLDS),         # +10 points, se 0.8
+    ([0.80, 0.81, 0.82], [0.90, 0.91, 0.92], Verdict.FAILS),
+    ([0.80, 0.90, 0.85], [0.84, 0.86, 0.85], Verdict.INCONCLUSIVE),  # 0 ± 3
+])
+def test_ordering_three_verdicts(a, b, verdict):
+    # mutation caught: se without the seeds' spread, or the comparison's sign flipped
+    v, line = ordering(summarize(rows({"A": a, "B": b})), "fmnist_mlr", "A", "B")
+    assert v is verdict and verdict.value in line
+
+
+def test_ordering_one_seed_is_inconclusive_and_missing_method_raises():
+    s = summarize(rows({"A": [0.99], "B": [0.1, 0.1]}))
+    assert ordering(s, "fmnist_mlr", "A", "B")[0] is Verdict.INCONCLUSIVE
+    with pytest.raises(KeyError):
+        ordering(s, "fmnist_mlr", "A", "C")
+
+
+def test_markdown_puts_paper_beside_ours_with_gap():
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    text = markdown(rep, rows({"FedAvg": [0.80, 0.82, 0.84]}), claims=rep.claims)
+    line = next(ln for ln in text.splitlines() if ln.startswith("| FedAvg |"))
+    # paper 82.44 (CGPFL Table 1), ours 82.00 ± 2.00, gap -0.44; best 83.00, gap +0.56
+    assert line.startswith("| FedAvg | 82.44 | 82.00 ± 2.00 | -0.44 | 83.00 ± 2.00 | +0.56 | 0,1,2 | 200 |")
+    assert "| CGPFL-Heur | 95.18 | not run |" in text
+    assert "## fmnist_dnn" in text and "not run here" in text
+
+
+def test_selected_k_read_from_the_run_directories(tmp_path):
+    import json
+
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    r = rows({"CGPFL-Heur": [0.9, 0.91]})
+    for i, row in enumerate(r):
+        run = tmp_path / f"run{i}"
+        run.mkdir()
+        (run / "summary.json").write_text(json.dumps({"k_hat": 4.0 - i}))
+        row["command"] = f"pflt run --algorithm cgpfl-heur --out {run}"
+    text = markdown(rep, r)
+    assert "CGPFL-Heur: seed 0 → 4, seed 1 → 3" in text
+    # absent run directories: nothing claimed
+    assert "K̂" not in markdown(rep, rows({"CGPFL-Heur": [0.9]}))

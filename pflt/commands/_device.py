@@ -1,5 +1,5 @@
 """``--device`` for the commands that train or evaluate inside library code (``verify``,
-``figures``, ``select-k``, ``select-stages``): the device is checked like ``pflt run``'s
+``figures``, ``select-k``, ``select-stages``, ``worst-case``): the device is checked like ``pflt run``'s
 (:func:`pflt.commands.run_checks.check_device`: one line, exit 2, for a device this machine
 lacks) and the command runs inside :func:`synthetic.federation.device_scope`, so every
 federation the checks and figures build — and the engine state on it — lives there.

@@ -35,6 +35,7 @@ import json
 
 from pflt.cli import UserError
 from pflt.commands._help import state_defaults
+from pflt.commands._device import add_device_option, with_device
 
 
 #: every option's default (argparse's are None, so that an option given can be told from
@@ -129,7 +130,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="skip the one-round ρ and the largest contracting step (bisection)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     state_defaults(p._actions)
-    p.set_defaults(func=run)
+    add_device_option(p)
+    p.set_defaults(func=with_device(run))
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:

@@ -1,5 +1,5 @@
 """``--device`` on the commands that train or evaluate (verify, figures, select-k,
-select-stages, sweep; the leaderboard benchmark passes it to its sweeps): a device this
+select-stages, worst-case, sweep; the leaderboard benchmark passes it to its sweeps): a device this
 machine lacks is one line, exit 2; the device reaches the federations that the checks
 build (synthetic.federation.device_scope) and every sweep cell's options."""
 
@@ -13,7 +13,8 @@ from pflt.cli import main
 from pflt.commands._device import with_device
 
 COMMANDS = [["verify", "--only", "nothing-matches"], ["figures", "--list"],
-            ["select-k", "--planted", "8,2,3"], ["select-stages", "--gamma", "0.5"]]
+            ["select-k", "--planted", "8,2,3"], ["select-stages", "--gamma", "0.5"],
+            ["worst-case", "--rounds", "1"]]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

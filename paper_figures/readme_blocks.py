@@ -10,6 +10,8 @@ block           result file (committed, small)
 ``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
                 written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
 ``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs, paper_figures/real_data_status.py)
+``speed``       ``benchmarks/results/w2_fmnist_pfllib.json`` (``benchmarks/bench_fmnist_pfllib.py``)
+                and ``benchmarks/results/gpu_check.json`` (``benchmarks/gpu_check.sh``)
 ==============  ==========================================================================
 
 Each block states the date, commit and machine of its result. A block whose file is absent
@@ -30,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "benchmarks" / "results" / "quickstart_times.json"
 VERDICTS = ROOT / "docs" / "results" / "verify_quick.json"
 RESULTS = ROOT / "paper_figures" / "results"
+W2 = ROOT / "benchmarks" / "results" / "w2_fmnist_pfllib.json"
+GPU = ROOT / "benchmarks" / "results" / "gpu_check.json"
 BLOCK = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n)(.*?)(<!-- END generated:\2 -->)", re.S)
 ORDER = ("HOLDS", "FAILS", "VACUOUS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR")
 #: what a verdict rests on, in the order the block shows them
@@ -118,6 +122,44 @@ def real_data_block(results_dir: Path) -> str:
     return table(results_dir)
 
 
+def speed_block(w2: dict | None, gpu: dict | None) -> str:
+    """The real-data speed workload against PFLlib (W2: seconds per round, the ratio, why)
+    and the GPU check — each with its command, date and conditions; an absent file says
+    "not run here" and the command that writes it."""
+    lines = []
+    if w2 is None:
+        lines.append(f"- W2 (FedAvg, Fashion-MNIST CNN, N = 40, against PFLlib): not run here — "
+                     f"`python benchmarks/bench_fmnist_pfllib.py --pfllib PATH` writes "
+                     f"{W2.relative_to(ROOT)}")
+    else:
+        med = w2["seconds_per_round_median"]
+        lines.append(
+            f"- W2 ({w2['workload']}): seconds per round, training / with evaluation — ours "
+            f"FedAvg {med['fedavg_train']:.2f} / {med['fedavg_train'] + med['fedavg_eval']:.1f}, "
+            f"PFLlib FedAvg {med['pfllib_train']:.2f} / "
+            f"{med['pfllib_train'] + med['pfllib_eval']:.1f}: ratio PFLlib / ours "
+            f"**{w2['ratio_train']:.2f}×** training, **{w2['ratio_with_evaluation']:.2f}×** "
+            f"with evaluation (target 10×: {'met' if w2['ratio_train'] >= 10 else 'not met'}"
+            f"; at most {w2['conv_bound']:.1f}× is possible on this CPU, convolutions and "
+            f"dense products being the same FLOPs on both sides). `{w2['command']}`; "
+            f"{w2['date_utc'][:16].replace('T', ' ')} UTC, {w2['conditions']}, PFLlib "
+            f"{w2['pfllib_commit'][:7]}.")
+    if gpu is None:
+        lines.append(f"- GPU: not run here (no GPU on this machine) — `benchmarks/gpu_check.sh` "
+                     f"writes {GPU.relative_to(ROOT)} in 8 minutes on the first GPU machine.")
+    else:
+        steps = gpu.get("steps", [])
+        passed = sum(1 for st in steps if st.get("exit_code") == 0)
+        dry = " (dry run on the CPU: checks the script, measures nothing)" if gpu.get("dry_run") \
+            else ""
+        lines.append(f"- GPU ({gpu.get('gpu') or gpu.get('device', '?')}, torch "
+                     f"{gpu.get('torch', '?')}){dry}: {passed}/{len(steps)} steps of "
+                     f"`benchmarks/gpu_check.sh` passed in {gpu.get('total_s', '?')} s, "
+                     f"{str(gpu.get('date_utc', '?'))[:16].replace('T', ' ')} UTC; per step "
+                     f"in {GPU.relative_to(ROOT)}.")
+    return "\n".join(lines) + "\n"
+
+
 def _load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
@@ -128,6 +170,8 @@ def render(text: str, *, root: Path = ROOT) -> str:
         "quickstart": lambda: quickstart_block(_load(root / QUICKSTART.relative_to(ROOT))),
         "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT))),
         "real_data": lambda: real_data_block(root / RESULTS.relative_to(ROOT)),
+        "speed": lambda: speed_block(_load(root / W2.relative_to(ROOT)),
+                                     _load(root / GPU.relative_to(ROOT))),
     }
 
     def replace(m: re.Match) -> str:

@@ -85,3 +85,31 @@ def test_the_verdict_block_says_what_the_verdicts_rest_on(tmp_path):
     # a digest written before the split still renders (no basis table)
     del data["per_basis"]
     assert "what the verdicts rest on" not in rb.render(TEXT, root=_tree(tmp_path, verdicts=data))
+
+
+W2_RESULT = {"workload": "W2: FedAvg, Fashion-MNIST, CNN, N=40, CPU", "command": "python b.py",
+             "date_utc": "2026-12-07T03:48:30+00:00", "conditions": "2 cores",
+             "seconds_per_round_median": {"fedavg_train": 2.0, "fedavg_eval": 20.0,
+                                          "pfllib_train": 1.5, "pfllib_eval": 19.5},
+             "ratio_train": 0.75, "ratio_with_evaluation": 0.9545, "conv_bound": 3.13,
+             "pfllib_commit": "d832e76f6a"}
+
+
+def test_the_speed_block_reports_the_ratio_and_says_not_run_without_a_file():
+    out = rb.speed_block(W2_RESULT, None)
+    # mutation: ratio or target judged from the wrong field, or a GPU line without a file
+    assert "**0.75×** training" in out and "**0.95×** with evaluation" in out
+    assert "target 10×: not met" in out and "ours FedAvg 2.00 / 22.0" in out
+    assert "GPU: not run here" in out and "benchmarks/gpu_check.sh" in out
+    assert "target 10×: met" in rb.speed_block({**W2_RESULT, "ratio_train": 12.0}, None)
+    none = rb.speed_block(None, None)
+    assert "W2" in none and "not run here" in none and "×" not in none.split("GPU")[0]
+
+
+def test_the_speed_block_counts_the_gpu_steps_that_passed():
+    gpu = {"gpu": "H100", "torch": "2.13", "dry_run": False, "total_s": 300,
+           "date_utc": "2026-12-08T10:00:00+00:00",
+           "steps": [{"exit_code": 0}, {"exit_code": 1}, {"exit_code": "skipped"}]}
+    out = rb.speed_block(None, gpu)
+    assert "GPU (H100, torch 2.13): 1/3 steps" in out and "dry run" not in out
+    assert "dry run" in rb.speed_block(None, {**gpu, "dry_run": True})

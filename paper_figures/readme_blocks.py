@@ -134,7 +134,7 @@ def speed_block(w2: dict | None, gpu: dict | None) -> str:
     else:
         med = w2["seconds_per_round_median"]
         lines.append(
-            f"- W2 ({w2['workload']}): seconds per round, training / with evaluation — ours "
+            f"- {w2['workload']}: seconds per round, training / with evaluation — ours "
             f"FedAvg {med['fedavg_train']:.2f} / {med['fedavg_train'] + med['fedavg_eval']:.1f}, "
             f"PFLlib FedAvg {med['pfllib_train']:.2f} / "
             f"{med['pfllib_train'] + med['pfllib_eval']:.1f}: ratio PFLlib / ours "

@@ -6,37 +6,32 @@ models and assignments over rounds that split; cutting the strongest instead of 
 weakest link is caught; on two incongruent groups the split separates them."""
 
 
-import numpy as np
 import pytest
 import torch
 
 from algorithms.methods.clustered.cfl import CFL, cosine_similarity_matrix, optimal_bipartition
 from algorithms.methods.averaging.fedavg import FedAvg
-from algorithms.engine.models import MLR
-from synthetic.federation import Federation
-from verification.oracles.clustered import brute_force_bipartition, cfl_round as oracle_round
+from verification.oracles.clustered import (brute_force_bipartition, cfl_round as oracle_round,
+                                            cfl_setting)
 
 SEED = 2
 
 
 @pytest.fixture(scope="module")
-def fed():
+def setting():
     """6 clients in two groups whose labels are swapped (incongruent: one model cannot fit
-    both)."""
-    rng = np.random.RandomState(7)
-    centres = np.array([[2.0, 0, 0], [0, 2.0, 0], [0, 0, 2.0]])
-    xs, ys = [], []
-    for i in range(6):
-        y = rng.randint(0, 3, 25 + 3 * i)
-        xs.append(centres[y] + 0.5 * rng.randn(len(y), 3))
-        ys.append(y if i % 2 == 0 else (y + 1) % 3)
-    return Federation.from_client_arrays(xs, ys, num_classes=3, seed=SEED, device="cpu",
-                                         dtype=torch.float64)
+    both), MLR — the oracle check's own setting at seed 0."""
+    return cfl_setting(0)
 
 
 @pytest.fixture(scope="module")
-def model():
-    return MLR(3, 3)
+def fed(setting):
+    return setting[0]
+
+
+@pytest.fixture(scope="module")
+def model(setting):
+    return setting[1]
 
 
 KW = dict(lr=0.3, local_rounds=4, batch_size=6, clients_per_round=5)

@@ -9,6 +9,7 @@ import algorithms.methods.averaging.fedprox as fedprox
 import algorithms.methods.averaging.finetuned as finetuned
 import algorithms.methods.averaging.knnper as knnper
 import algorithms.methods.averaging.scaffold as scaffold
+from verification.oracles.mutations import scaled_lr, summed
 
 NAMES = ["fedavg", "local", "fedprox", "scaffold", "knnper", "fedavg-ft", "fedbabu"]
 
@@ -18,31 +19,18 @@ def test_the_engine_equals_the_oracle(verdict, name):
     assert verdict(name) == "HOLDS"
 
 
-def _lr(real, factor=1.01):
-    return lambda model, params, x, y, lr, *a, **k: real(model, params, x, y, lr * factor, *a, **k)
-
-
-def _summed(real):
-    """A mean over the P uploads turned into their sum."""
-    def wrapped(params, *a, **k):
-        out = real(params, *a, **k)
-        n = next(iter(params.values())).shape[0]
-        return {key: v * n for key, v in out.items()}
-    return wrapped
-
-
 MUTATIONS = {
-    "fedavg": (fedavg, "weighted_mean", _summed),
-    "local": (fedavg, "local_sgd", _lr),
+    "fedavg": (fedavg, "weighted_mean", summed),
+    "local": (fedavg, "local_sgd", scaled_lr),
     "fedprox": (fedprox, "proximal_sgd",
                 lambda f: lambda *a, mu, **k: f(*a, mu=-mu, **k)),
-    "scaffold": (scaffold, "weighted_mean", _summed),
+    "scaffold": (scaffold, "weighted_mean", summed),
     "knnper": (knnper, "knn_probabilities",
                lambda f: lambda z, s, l, c, k, *a: f(z, s, l, c, k - 1, *a)),
     "fedavg-ft": (finetuned, "partial_sgd",
                   lambda f: lambda model, params, keys, x, y, lr, *a:
                   f(model, params, keys, x, y, lr * 1.01, *a)),
-    "fedbabu": (finetuned, "aggregate", _summed),
+    "fedbabu": (finetuned, "aggregate", summed),
 }
 
 

@@ -7,6 +7,7 @@ import algorithms.methods.decoupled.fedala as fedala
 import algorithms.methods.decoupled.fedbn as fedbn
 import algorithms.methods.decoupled.fedrep as fedrep
 import algorithms.methods.decoupled.fedrod as fedrod
+from verification.oracles.mutations import summed
 
 NAMES = ["fedrep", "fedper", "lgfedavg", "fedala", "fedbn", "fedrod"]
 
@@ -16,24 +17,15 @@ def test_the_engine_equals_the_oracle(verdict, name):
     assert verdict(name) == "HOLDS"
 
 
-def _summed(real):
-    """The server mean over the P uploads turned into their sum."""
-    def wrapped(params, *a, **k):
-        out = real(params, *a, **k)
-        n = next(iter(params.values())).shape[0] if params else 1
-        return {key: v * n for key, v in out.items()}
-    return wrapped
-
-
 MUTATIONS = {
     "fedrep": (fedrep, "fedrep_update", lambda f: lambda *a, lr, **k: f(*a, lr=lr * 1.01, **k)),
     "fedper": (fedrep, "partial_sgd",
                lambda f: lambda model, p, keys, x, y, lr, *a: f(model, p, keys, x, y, lr * 1.01,
                                                                 *a)),
-    "lgfedavg": (fedrep, "aggregate", _summed),
+    "lgfedavg": (fedrep, "aggregate", summed),
     "fedala": (fedala, "ala_mix", lambda f: lambda g, loc, w: f(g, loc, {k: v * 1.01
                                                                          for k, v in w.items()})),
-    "fedbn": (fedbn, "aggregate", _summed),
+    "fedbn": (fedbn, "aggregate", summed),
     "fedrod": (fedrod, "log_prior_shift", lambda f: lambda counts: -f(counts).clamp(min=-1e30)),
 }
 

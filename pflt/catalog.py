@@ -59,6 +59,8 @@ class AlgorithmInfo:
     paper: str
     summary: str
     hyperparameters: tuple[HyperParameter, ...]
+    #: the model its paper reports (the class's ``headline_model``; :mod:`pflt.aggregate`)
+    headline_model: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -173,7 +175,7 @@ def algorithm_info(name: str) -> AlgorithmInfo:
                 for f in hyperparameters(cls))
     summary = first_line(class_doc(cls)) or first_line(sys.modules[cls.__module__].__doc__)
     return AlgorithmInfo(name, f"{cls.__module__}.{cls.__qualname__}", algorithm_paper(cls),
-                         summary, hps)
+                         summary, hps, getattr(cls, "headline_model", None))
 
 
 def algorithms() -> list[AlgorithmInfo]:
@@ -198,6 +200,12 @@ def live_algorithms() -> list[dict[str, Any]]:
     from algorithms.engine.base import registry
 
     return [algorithm_info(n).as_dict() for n in registry()]
+
+
+def headline_models() -> dict[str, str | None]:
+    """Each registered algorithm's ``headline_model`` (``None`` without one), from
+    :func:`algorithms`."""
+    return {a.name: a.headline_model for a in algorithms()}
 
 
 def described(name: str) -> AlgorithmInfo:

@@ -145,3 +145,30 @@ def test_verify_only_imports_the_declaring_module(monkeypatch):
     assert "cgpfl.local_gradient" in checks and not errors
     assert [n for n in asked if n.startswith("verification.checks.")] == \
         ["verification.checks.cgpfl_theory"]
+
+
+def test_compare_imports_no_torch(warm, tmp_path):
+    """``pflt compare`` reads the histories (:mod:`algorithms.engine.run_files`) and the
+    headline models (the catalogue) without the engine; it draws with matplotlib, so numpy
+    is loaded."""
+    from pflt.cli import main
+
+    env, _ = warm
+    tiny = ["run", "--algorithm", "fedavg", "--clients", "4", "--clients-per-round", "2",
+            "--local-rounds", "1", "--max-client-size", "20", "--no-progress", "--rounds", "2"]
+    for seed in (0, 1):
+        assert main([*tiny, "--seed", str(seed), "--out", str(tmp_path / f"s{seed}")]) == 0
+    text, loaded = _pflt(["compare", str(tmp_path / "s0"), str(tmp_path / "s1"),
+                          "--out", str(tmp_path / "cmp")], env)
+    assert "global" in text and (tmp_path / "cmp").is_dir()
+    assert "torch" not in loaded and "algorithms.engine.base" not in loaded
+
+
+def test_the_algorithms_package_imports_torch_on_first_use_of_its_public_names():
+    loaded = _modules_after("import algorithms.engine.run_files")
+    assert "torch" not in loaded and "algorithms.engine.base" not in loaded
+    loaded = _modules_after("from algorithms import State, get_algorithm, register, registry, "
+                            "run\nimport algorithms\nassert run.__module__ == "
+                            "'algorithms.engine.runner'\nassert {'State', 'run'} <= "
+                            "set(dir(algorithms))")
+    assert "algorithms.engine.runner" in loaded

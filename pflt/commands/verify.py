@@ -108,13 +108,13 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pfl_theory.threads import set_torch_threads
+    from pfl_theory.threads import set_torch_threads_when_imported
     from pflt.out_lock import check_out_dir, out_lock
     from pflt.staged_out import staged
     from verification.core import runner
     from verification.core.report import CONSOLE_CELL, format_table
 
-    set_torch_threads()
+    set_torch_threads_when_imported()   # only a check that needs torch imports it
 
     if args.seeds < 1:
         raise UserError(f"--seeds must be >= 1, got {args.seeds}")

@@ -172,3 +172,25 @@ def test_the_algorithms_package_imports_torch_on_first_use_of_its_public_names()
                             "'algorithms.engine.runner'\nassert {'State', 'run'} <= "
                             "set(dir(algorithms))")
     assert "algorithms.engine.runner" in loaded
+
+
+@pytest.mark.parametrize("check, needs_torch", [("pfedme.transcription_headline_rates", False),
+                                                ("cgpfl.local_gradient", True)])
+def test_verify_only_imports_torch_only_for_a_check_that_needs_it(warm, tmp_path, check,
+                                                                  needs_torch):
+    """A sympy check runs without torch (no ``--device``: no device scope); a torch check
+    still gets the thread policy (``PFLT_THREADS``), set the moment torch is imported, and
+    results.json reports it."""
+    env, _ = warm
+    code = ("import contextlib, io, json, sys\nfrom pflt.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['verify', '--only', {check!r}, '--seeds', '1', '--quick', "
+            f"'--no-progress', '--out', {str(tmp_path)!r}]) == 0\n"
+            "torch = sys.modules.get('torch')\n"
+            f"env = json.load(open({str(tmp_path / 'results.json')!r}))['environment']\n"
+            "print(torch and torch.get_num_threads(), env['torch_threads'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env={**env, "PFLT_THREADS": "3"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    # 3 threads: not torch's default on this 2-core machine, so the policy is what set it
+    assert done.stdout.split() == (["3", "3"] if needs_torch else ["None", "None"])

@@ -222,7 +222,7 @@ def algorithm_names() -> list[str]:
     return [a.name for a in algorithms()]
 
 
-def datasets() -> list[dict[str, str]]:
+def live_datasets() -> list[dict[str, str]]:
     """The ``--data`` choices of ``pflt run``."""
     from synthetic.sources import EMBEDDED, FILE_DATASETS
 
@@ -244,7 +244,7 @@ def datasets() -> list[dict[str, str]]:
     return out
 
 
-def models() -> list[dict[str, str]]:
+def live_models() -> list[dict[str, str]]:
     """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
     from algorithms.engine import models as m
     from algorithms.engine.models_norm import BatchNormMLP
@@ -287,7 +287,30 @@ def live_checks() -> list[dict[str, Any]]:
     return out
 
 
+def datasets() -> list[dict[str, str]]:
+    """The ``--data`` choices of ``pflt run`` (:func:`live_datasets`, through the cache)."""
+    from pflt.catalog_cache import cached
+
+    return cached("datasets", live_datasets)
+
+
+def models() -> list[dict[str, str]]:
+    """The ``--model`` choices (:func:`live_models`, through the cache)."""
+    from pflt.catalog_cache import cached
+
+    return cached("models", live_models)
+
+
 def figures() -> list[dict[str, str]]:
+    """The figure modules (:func:`live_figures`, through the cache; not stored while one
+    fails to import)."""
+    from pflt.catalog_cache import cached
+
+    return cached("figures", live_figures, storable=lambda found: not any(
+        f["description"].startswith("import failed") for f in found))
+
+
+def live_figures() -> list[dict[str, str]]:
     """The figure modules of :mod:`paper_figures` with their first docstring line."""
     from paper_figures import driver
 

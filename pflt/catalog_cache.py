@@ -30,9 +30,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-#: the packages whose sources the cached metadata derive from (methods, engine helpers,
-#: checks, the theory modules whose docstrings and constants they quote)
-SOURCE_PACKAGES = ("algorithms", "verification", "pfl_theory")
+#: the packages whose sources the cached metadata derive from (methods, engine helpers and
+#: models, checks, the theory modules whose docstrings and constants they quote, datasets,
+#: figures)
+SOURCE_PACKAGES = ("algorithms", "verification", "pfl_theory", "synthetic", "paper_figures")
 #: files kept per name (one per version of the sources recently used)
 KEEP = 8
 

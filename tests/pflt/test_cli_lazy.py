@@ -42,24 +42,34 @@ def _pflt(argv: list[str], env: dict[str, str]) -> tuple[str, set[str]]:
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
     """An environment whose user cache holds the catalogue, built by a first ``pflt list
-    --json`` of algorithms and checks (which imports the registries); their outputs."""
+    --json`` (which imports the registries); what that first command printed, per topic."""
+    import json
+
     home = tmp_path_factory.mktemp("user_cache")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(home)}
     env.pop("PFLT_PLUGINS", None)
-    cold = {topic: _pflt(["list", topic, "--json"], env) for topic in ("algorithms", "checks")}
-    assert all("torch" in loaded for _, loaded in cold.values())   # the registries asked
+    text, loaded = _pflt(["list", "--json"], env)
+    assert "torch" in loaded                                  # the registries were asked
     assert sorted(p.name.split("-")[0] for p in (home / "pfl-theory" / "catalog").iterdir()) \
-        == ["algorithms", "checks"]
-    return env, {topic: text for topic, (text, _) in cold.items()}
+        == ["algorithms", "checks", "datasets", "figures", "models"]
+    return env, json.loads(text)
 
 
-@pytest.mark.parametrize("topic", ["algorithms", "checks"])
+@pytest.mark.parametrize("topic", ["algorithms", "checks", "datasets", "models", "figures"])
 def test_list_reads_the_cache_without_torch_and_prints_what_the_registry_says(warm, topic):
+    import json
+
     env, cold = warm
-    for argv in (["list", topic, "--json"], ["list", topic]):
-        text, loaded = _pflt(argv, env)
-        assert "torch" not in loaded and "numpy" not in loaded, argv
-    assert _pflt(["list", topic, "--json"], env)[0] == cold[topic]
+    text, loaded = _pflt(["list", topic, "--json"], env)
+    assert "torch" not in loaded and "numpy" not in loaded
+    assert json.loads(text) == cold[topic]
+
+
+def test_list_of_everything_imports_no_torch(warm):
+    env, _ = warm
+    text, loaded = _pflt(["list"], env)
+    assert "# algorithms (" in text and "# figures (" in text
+    assert "torch" not in loaded and "numpy" not in loaded
 
 
 def test_every_help_imports_no_torch(warm):

@@ -204,3 +204,11 @@ def test_verify_only_imports_torch_only_for_a_check_that_needs_it(warm, tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     # 3 threads: not torch's default on this 2-core machine, so the policy is what set it
     assert done.stdout.split() == (["3", "3"] if needs_torch else ["None", "None"])
+
+
+def test_verify_list_reads_the_catalogue_and_prints_what_the_modules_say(warm, tmp_path):
+    env, _ = warm
+    cold_text, cold_loaded = _pflt(["verify", "--list"], {**env, "XDG_CACHE_HOME": str(tmp_path)})
+    text, loaded = _pflt(["verify", "--list"], env)
+    assert "torch" in cold_loaded and "torch" not in loaded
+    assert text == cold_text and "check(s)" in text

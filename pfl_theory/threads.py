@@ -62,7 +62,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.abc
+import importlib.util
 import os
+import sys
 from typing import Any, Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -105,6 +108,42 @@ def set_torch_threads(n: int | None = None) -> int:
     n = default_threads() if n is None else n
     torch.set_num_threads(n)
     return n
+
+
+def set_torch_threads_when_imported(n: int | None = None) -> None:
+    """:func:`set_torch_threads` now if torch is imported, else the moment it is (a one-shot
+    import hook): a command whose work may or may not need torch (``pflt verify --only``
+    of a sympy-only check) keeps the thread policy without importing torch itself.  ``n``
+    (default :func:`default_threads`) is checked now."""
+    n = default_threads() if n is None else n
+    if "torch" in sys.modules:
+        set_torch_threads(n)
+    else:
+        sys.meta_path.insert(0, _AfterTorchImport(n))
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """Finds ``torch`` through the other finders and sets its threads once it has run;
+    removes itself at the first ``import torch``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run_module, n = spec.loader.exec_module, self.n
+
+        def exec_module(module: Any) -> None:
+            run_module(module)
+            set_torch_threads(n)        # torch is complete in sys.modules now
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def api_threads(threads: int | None = None) -> int:

@@ -92,11 +92,11 @@ def headline_model(algorithm: str, models: list[str]) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _headline(algorithm: str, models: tuple[str, ...]) -> str | None:
-    try:
-        from algorithms.engine.base import get_algorithm
+    from pflt.catalog import headline_models     # cached: pflt compare imports no torch
 
-        declared = getattr(get_algorithm(algorithm), "headline_model", None)
-    except (ValueError, KeyError, ImportError):   # unknown here (a plugin not loaded)
+    try:
+        declared = headline_models().get(algorithm)  # None: unknown here (a plugin not loaded)
+    except (ValueError, ImportError):                # a plugin that does not load
         declared = None
     if declared in models:
         return declared

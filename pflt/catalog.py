@@ -59,6 +59,8 @@ class AlgorithmInfo:
     paper: str
     summary: str
     hyperparameters: tuple[HyperParameter, ...]
+    #: the model its paper reports (the class's ``headline_model``; :mod:`pflt.aggregate`)
+    headline_model: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -173,7 +175,7 @@ def algorithm_info(name: str) -> AlgorithmInfo:
                 for f in hyperparameters(cls))
     summary = first_line(class_doc(cls)) or first_line(sys.modules[cls.__module__].__doc__)
     return AlgorithmInfo(name, f"{cls.__module__}.{cls.__qualname__}", algorithm_paper(cls),
-                         summary, hps)
+                         summary, hps, getattr(cls, "headline_model", None))
 
 
 def algorithms() -> list[AlgorithmInfo]:
@@ -200,6 +202,12 @@ def live_algorithms() -> list[dict[str, Any]]:
     return [algorithm_info(n).as_dict() for n in registry()]
 
 
+def headline_models() -> dict[str, str | None]:
+    """Each registered algorithm's ``headline_model`` (``None`` without one), from
+    :func:`algorithms`."""
+    return {a.name: a.headline_model for a in algorithms()}
+
+
 def described(name: str) -> AlgorithmInfo:
     """The entry of ``name`` among :func:`algorithms`; an unknown name raises the
     registry's ``ValueError`` listing the registered ones."""
@@ -214,7 +222,7 @@ def algorithm_names() -> list[str]:
     return [a.name for a in algorithms()]
 
 
-def datasets() -> list[dict[str, str]]:
+def live_datasets() -> list[dict[str, str]]:
     """The ``--data`` choices of ``pflt run``."""
     from synthetic.sources import EMBEDDED, FILE_DATASETS
 
@@ -236,7 +244,7 @@ def datasets() -> list[dict[str, str]]:
     return out
 
 
-def models() -> list[dict[str, str]]:
+def live_models() -> list[dict[str, str]]:
     """The ``--model`` choices of ``pflt run`` and the bring-your-own-model path."""
     from algorithms.engine import models as m
     from algorithms.engine.models_norm import BatchNormMLP
@@ -279,7 +287,30 @@ def live_checks() -> list[dict[str, Any]]:
     return out
 
 
+def datasets() -> list[dict[str, str]]:
+    """The ``--data`` choices of ``pflt run`` (:func:`live_datasets`, through the cache)."""
+    from pflt.catalog_cache import cached
+
+    return cached("datasets", live_datasets)
+
+
+def models() -> list[dict[str, str]]:
+    """The ``--model`` choices (:func:`live_models`, through the cache)."""
+    from pflt.catalog_cache import cached
+
+    return cached("models", live_models)
+
+
 def figures() -> list[dict[str, str]]:
+    """The figure modules (:func:`live_figures`, through the cache; not stored while one
+    fails to import)."""
+    from pflt.catalog_cache import cached
+
+    return cached("figures", live_figures, storable=lambda found: not any(
+        f["description"].startswith("import failed") for f in found))
+
+
+def live_figures() -> list[dict[str, str]]:
     """The figure modules of :mod:`paper_figures` with their first docstring line."""
     from paper_figures import driver
 

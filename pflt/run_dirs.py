@@ -134,7 +134,7 @@ def _read_json(path: Path) -> Any:
 
 def _history(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(config, entries)`` of ``path/history.json`` (+ ``history.jsonl``), validated."""
-    from algorithms.engine.runner import read_history   # history.json + history.jsonl
+    from algorithms.engine.run_files import read_history   # history.json + history.jsonl
 
     hist_path = path / "history.json"
     try:

@@ -169,3 +169,23 @@ def read_summary(path: str | Path) -> dict:
         if isinstance(value, (dict, list)):
             raise RunFileError(path, key, f"expected a scalar, got {_shown(value)}")
     return data
+
+
+#: the append-only history of a run directory: one JSON object (an entry) per line
+HISTORY_LINES = "history.jsonl"
+
+
+def read_history(out_dir: str | Path) -> dict[str, Any]:
+    """``{"config", "entries", "initial_evaluation"}`` of the run directory ``out_dir``:
+    ``history.json`` with the entries of ``history.jsonl`` when that exists (it has every
+    evaluation, ``history.json`` those up to its last full write).  A last line cut short
+    by a kill mid-write is left out; ``FileNotFoundError`` without ``history.json``, a
+    :class:`RunFileError` (``ValueError``) naming the file and key for
+    a file that is not a history (:mod:`algorithms.engine.run_files`)."""
+    out = Path(out_dir)
+    path = out / "history.json"
+    data = check_history(path, read_json(path))
+    lines_path = out / HISTORY_LINES
+    if lines_path.is_file():
+        data["entries"] = read_history_lines(lines_path)
+    return data

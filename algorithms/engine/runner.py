@@ -41,7 +41,9 @@ from algorithms.engine.base import State
 from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.engine.checkpoint import save_checkpoint
 from algorithms.engine.evaluation import evaluate_models, evaluated_models, model_for, summarize
-from algorithms.engine.run_files import check_history, read_history_lines, read_json
+# read_history and HISTORY_LINES live with the other readers of a run directory (no torch:
+# pflt compare reads histories without importing the engine); named here as before
+from algorithms.engine.run_files import HISTORY_LINES, read_history  # noqa: F401
 from pfl_theory.threads import api_threads, torch_threads
 from pfl_theory.validation import NonFiniteValueError
 
@@ -254,28 +256,8 @@ class History:
         return [k for k, v in first.items() if not isinstance(v, (list, dict))]
 
 
-#: the append-only history of a run directory: one JSON object (an entry) per line
-HISTORY_LINES = "history.jsonl"
-
-
 def _line(entry: dict[str, Any]) -> str:
     return json.dumps(entry) + "\n"
-
-
-def read_history(out_dir: str | Path) -> dict[str, Any]:
-    """``{"config", "entries", "initial_evaluation"}`` of the run directory ``out_dir``:
-    ``history.json`` with the entries of ``history.jsonl`` when that exists (it has every
-    evaluation, ``history.json`` those up to its last full write).  A last line cut short
-    by a kill mid-write is left out; ``FileNotFoundError`` without ``history.json``, a
-    :class:`~algorithms.engine.run_files.RunFileError` (``ValueError``) naming the file and key for
-    a file that is not a history (:mod:`algorithms.engine.run_files`)."""
-    out = Path(out_dir)
-    path = out / "history.json"
-    data = check_history(path, read_json(path))
-    lines_path = out / HISTORY_LINES
-    if lines_path.is_file():
-        data["entries"] = read_history_lines(lines_path)
-    return data
 
 
 @dataclass

@@ -20,9 +20,13 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 
 def with_device(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """``func(args)`` run inside the device scope of ``args.device``."""
+    """``func(args)`` run inside the device scope of ``args.device``; without ``--device``
+    no scope (it would change nothing) and no torch imported for it: ``pflt verify --only``
+    of a check that needs no torch does not load it."""
     @functools.wraps(func)
     def run(args: argparse.Namespace) -> int:
+        if getattr(args, "device", None) is None:
+            return func(args)
         from pflt.commands.run_checks import check_device
         from synthetic.federation import device_scope
 

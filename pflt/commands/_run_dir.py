@@ -79,8 +79,8 @@ def run_client_sizes(path: Path) -> np.ndarray | None:
 
 def run_history(path: Path) -> list[dict]:
     """The entries of the run's history (one per evaluation; ``history.json`` with
-    ``history.jsonl``, :func:`algorithms.engine.runner.read_history`)."""
-    from algorithms.engine.runner import read_history
+    ``history.jsonl``, :func:`algorithms.engine.run_files.read_history`)."""
+    from algorithms.engine.run_files import read_history
 
     f = _dir(path) / "history.json"
     if not f.is_file():

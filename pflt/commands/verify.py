@@ -92,9 +92,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
+    """``--list``: with ``--only`` from the modules declaring a match, without it from the
+    catalogue (:func:`pflt.catalog.checks`: no check module imported when it is cached)."""
+    from types import SimpleNamespace
+
     from verification.core import runner
 
-    checks, import_errors = runner.load_checks(only=only)
+    if only:
+        checks, import_errors = runner.load_checks(only=only)
+    else:
+        from pflt.catalog import checks as catalogue
+
+        found = catalogue()
+        checks = {e["id"]: SimpleNamespace(**e) for e in found if e["kind"] != "import"}
+        import_errors = {e["id"][len("import."):]: e["reference"].split(": ", 1)[-1]
+                         for e in found if e["kind"] == "import"}
     chosen = runner.select(checks, only=only, kinds=kinds)
     width = max([len(c.id) for c in chosen] + [2])
     print(f"{'id'.ljust(width)}  {'kind':<10}  R  paper — reference")
@@ -108,13 +120,13 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pfl_theory.threads import set_torch_threads
+    from pfl_theory.threads import set_torch_threads_when_imported
     from pflt.out_lock import check_out_dir, out_lock
     from pflt.staged_out import staged
     from verification.core import runner
     from verification.core.report import CONSOLE_CELL, format_table
 
-    set_torch_threads()
+    set_torch_threads_when_imported()   # only a check that needs torch imports it
 
     if args.seeds < 1:
         raise UserError(f"--seeds must be >= 1, got {args.seeds}")

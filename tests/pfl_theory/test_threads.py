@@ -73,3 +73,19 @@ def test_torch_threads_restores_also_on_error():
         assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(before)
+
+
+def test_set_torch_threads_when_imported_sets_them_now_once_torch_is_loaded():
+    import sys
+
+    import torch
+
+    from pfl_theory.threads import set_torch_threads_when_imported
+
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads_when_imported(3 if before != 3 else 2)
+        assert torch.get_num_threads() == (3 if before != 3 else 2)
+        assert not any(type(f).__name__ == "_AfterTorchImport" for f in sys.meta_path)
+    finally:
+        torch.set_num_threads(before)

@@ -101,6 +101,7 @@ def test_the_cached_catalogue_equals_the_registry(tmp_path, monkeypatch):
     stored = json.loads(next(catalog_cache.cache_dir().glob("algorithms-*.json")).read_text())
     assert stored == live
     assert [catalog.AlgorithmInfo.from_dict(d).as_dict() for d in stored] == live
+    assert catalog.headline_models()["ppfe"] == "ensemble"       # PPFE.headline_model
 
 
 def test_a_registry_filled_in_this_process_is_asked(monkeypatch):

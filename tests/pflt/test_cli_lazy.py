@@ -42,24 +42,34 @@ def _pflt(argv: list[str], env: dict[str, str]) -> tuple[str, set[str]]:
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
     """An environment whose user cache holds the catalogue, built by a first ``pflt list
-    --json`` of algorithms and checks (which imports the registries); their outputs."""
+    --json`` (which imports the registries); what that first command printed, per topic."""
+    import json
+
     home = tmp_path_factory.mktemp("user_cache")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(home)}
     env.pop("PFLT_PLUGINS", None)
-    cold = {topic: _pflt(["list", topic, "--json"], env) for topic in ("algorithms", "checks")}
-    assert all("torch" in loaded for _, loaded in cold.values())   # the registries asked
+    text, loaded = _pflt(["list", "--json"], env)
+    assert "torch" in loaded                                  # the registries were asked
     assert sorted(p.name.split("-")[0] for p in (home / "pfl-theory" / "catalog").iterdir()) \
-        == ["algorithms", "checks"]
-    return env, {topic: text for topic, (text, _) in cold.items()}
+        == ["algorithms", "checks", "datasets", "figures", "models"]
+    return env, json.loads(text)
 
 
-@pytest.mark.parametrize("topic", ["algorithms", "checks"])
+@pytest.mark.parametrize("topic", ["algorithms", "checks", "datasets", "models", "figures"])
 def test_list_reads_the_cache_without_torch_and_prints_what_the_registry_says(warm, topic):
+    import json
+
     env, cold = warm
-    for argv in (["list", topic, "--json"], ["list", topic]):
-        text, loaded = _pflt(argv, env)
-        assert "torch" not in loaded and "numpy" not in loaded, argv
-    assert _pflt(["list", topic, "--json"], env)[0] == cold[topic]
+    text, loaded = _pflt(["list", topic, "--json"], env)
+    assert "torch" not in loaded and "numpy" not in loaded
+    assert json.loads(text) == cold[topic]
+
+
+def test_list_of_everything_imports_no_torch(warm):
+    env, _ = warm
+    text, loaded = _pflt(["list"], env)
+    assert "# algorithms (" in text and "# figures (" in text
+    assert "torch" not in loaded and "numpy" not in loaded
 
 
 def test_every_help_imports_no_torch(warm):
@@ -145,3 +155,60 @@ def test_verify_only_imports_the_declaring_module(monkeypatch):
     assert "cgpfl.local_gradient" in checks and not errors
     assert [n for n in asked if n.startswith("verification.checks.")] == \
         ["verification.checks.cgpfl_theory"]
+
+
+def test_compare_imports_no_torch(warm, tmp_path):
+    """``pflt compare`` reads the histories (:mod:`algorithms.engine.run_files`) and the
+    headline models (the catalogue) without the engine; it draws with matplotlib, so numpy
+    is loaded."""
+    from pflt.cli import main
+
+    env, _ = warm
+    tiny = ["run", "--algorithm", "fedavg", "--clients", "4", "--clients-per-round", "2",
+            "--local-rounds", "1", "--max-client-size", "20", "--no-progress", "--rounds", "2"]
+    for seed in (0, 1):
+        assert main([*tiny, "--seed", str(seed), "--out", str(tmp_path / f"s{seed}")]) == 0
+    text, loaded = _pflt(["compare", str(tmp_path / "s0"), str(tmp_path / "s1"),
+                          "--out", str(tmp_path / "cmp")], env)
+    assert "global" in text and (tmp_path / "cmp").is_dir()
+    assert "torch" not in loaded and "algorithms.engine.base" not in loaded
+
+
+def test_the_algorithms_package_imports_torch_on_first_use_of_its_public_names():
+    loaded = _modules_after("import algorithms.engine.run_files")
+    assert "torch" not in loaded and "algorithms.engine.base" not in loaded
+    loaded = _modules_after("from algorithms import State, get_algorithm, register, registry, "
+                            "run\nimport algorithms\nassert run.__module__ == "
+                            "'algorithms.engine.runner'\nassert {'State', 'run'} <= "
+                            "set(dir(algorithms))")
+    assert "algorithms.engine.runner" in loaded
+
+
+@pytest.mark.parametrize("check, needs_torch", [("pfedme.transcription_headline_rates", False),
+                                                ("cgpfl.local_gradient", True)])
+def test_verify_only_imports_torch_only_for_a_check_that_needs_it(warm, tmp_path, check,
+                                                                  needs_torch):
+    """A sympy check runs without torch (no ``--device``: no device scope); a torch check
+    still gets the thread policy (``PFLT_THREADS``), set the moment torch is imported, and
+    results.json reports it."""
+    env, _ = warm
+    code = ("import contextlib, io, json, sys\nfrom pflt.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['verify', '--only', {check!r}, '--seeds', '1', '--quick', "
+            f"'--no-progress', '--out', {str(tmp_path)!r}]) == 0\n"
+            "torch = sys.modules.get('torch')\n"
+            f"env = json.load(open({str(tmp_path / 'results.json')!r}))['environment']\n"
+            "print(torch and torch.get_num_threads(), env['torch_threads'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env={**env, "PFLT_THREADS": "3"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    # 3 threads: not torch's default on this 2-core machine, so the policy is what set it
+    assert done.stdout.split() == (["3", "3"] if needs_torch else ["None", "None"])
+
+
+def test_verify_list_reads_the_catalogue_and_prints_what_the_modules_say(warm, tmp_path):
+    env, _ = warm
+    cold_text, cold_loaded = _pflt(["verify", "--list"], {**env, "XDG_CACHE_HOME": str(tmp_path)})
+    text, loaded = _pflt(["verify", "--list"], env)
+    assert "torch" in cold_loaded and "torch" not in loaded
+    assert text == cold_text and "check(s)" in text

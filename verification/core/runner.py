@@ -180,15 +180,16 @@ def environment_info() -> dict[str, Any]:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             versions[dist] = None
-    device = "cpu"
-    try:
-        import torch
+    device, threads = "cpu", None
+    if "torch" in sys.modules:    # else no check used torch: everything ran on the CPU
+        try:
+            import torch
 
-        if torch.cuda.is_available():
-            device = f"cuda ({torch.cuda.get_device_name(0)})"
-        threads = torch.get_num_threads()
-    except Exception:  # torch missing or broken: still report the rest
-        threads = None
+            if torch.cuda.is_available():
+                device = f"cuda ({torch.cuda.get_device_name(0)})"
+            threads = torch.get_num_threads()
+        except Exception:  # torch broken: still report the rest
+            threads = None
     commit = None
     try:
         root = Path(__file__).resolve().parents[2]

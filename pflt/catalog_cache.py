@@ -32,8 +32,9 @@ from typing import Any, Callable
 
 #: the packages whose sources the cached metadata derive from (methods, engine helpers and
 #: models, checks, the theory modules whose docstrings and constants they quote, datasets,
-#: figures)
-SOURCE_PACKAGES = ("algorithms", "verification", "pfl_theory", "synthetic", "paper_figures")
+#: figures, and :mod:`pflt.catalog`, whose parsing of the docstrings shapes every entry)
+SOURCE_PACKAGES = ("algorithms", "verification", "pfl_theory", "synthetic", "paper_figures",
+                   "pflt")
 #: files kept per name (one per version of the sources recently used)
 KEEP = 8
 

@@ -110,3 +110,17 @@ def test_a_registry_filled_in_this_process_is_asked(monkeypatch):
     assert catalog.registered_here("fake_registry")
     assert not catalog.registered_here("empty_registry")
     assert not catalog.registered_here("not_imported_registry")
+
+
+@pytest.mark.parametrize("source", ["catalog.py", "base.py", "fedavg.py", "cgpfl_theory.py",
+                                    "sources.py", "driver.py"])
+def test_the_key_covers_every_source_an_entry_is_read_from(monkeypatch, source):
+    """The catalogue's own parsing (pflt/catalog.py), the engine's fields (base.py), a
+    method, a check module, the datasets (synthetic/sources.py) and the figure driver."""
+    from pathlib import Path
+
+    key = catalog_cache.sources_key()
+    read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes",
+                        lambda self: read(self) + (b"#" if self.name == source else b""))
+    assert catalog_cache.sources_key() != key

@@ -73,7 +73,7 @@ step() {
   echo "gpu_check: $name: exit $rc" >&2
 }
 
-step "cuda tests" $PY -m pytest -q $TESTS -k "$KFILTER"
+step "cuda tests" $PY -m pytest -q -m "slow or not slow" $TESTS -k "$KFILTER"
 step "bench_engine" $PY benchmarks/bench_engine.py --device "$DEVICE" --sizes $SIZES \
   --threads 1 --repeats 1 --ref-clients 20 --max-client-size 100
 

@@ -36,6 +36,8 @@ W2 = ROOT / "benchmarks" / "results" / "w2_fmnist_pfllib.json"
 GPU = ROOT / "benchmarks" / "results" / "gpu_check.json"
 BLOCK = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n)(.*?)(<!-- END generated:\2 -->)", re.S)
 ORDER = ("HOLDS", "FAILS", "VACUOUS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR")
+#: the papers of the mission, one row each in the verdict block (the rest is folded into one)
+PAPERS = ("pFedMe", "CGPFL", "PPFE", "PLGU")
 #: what a verdict rests on, in the order the block shows them
 BASES = ("claims against measurements", "code equals our reading", "other")
 BASIS_NOTE = {"claims against measurements": "bound, envelope, inequality, rate, worst case",
@@ -67,7 +69,8 @@ def digest(results: dict, *, commit: str, machine: str) -> dict:
         if "kind" in chk:
             per_basis[basis_of(chk["kind"])][chk["verdict"]] += 1
     env = results.get("environment", {})
-    return {"environment": {"date": str(env.get("time", env.get("date", "?")))[:16],
+    return {"environment": {"date": str(env.get("time_utc", env.get("time", env.get(
+                                 "date", "?"))))[:16].replace("T", " "),
                             "commit": commit, "machine": machine},
             "size": results.get("size"), "total": len(results["checks"]),
             "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())},
@@ -100,7 +103,17 @@ def verdicts_block(data: dict | None) -> str:
     seen += sorted({v for c in data["per_paper"].values() for v in c} - set(seen))
     lines = ["| paper | checks | " + " | ".join(seen) + " |",
              "|---|---|" + "---|" * len(seen)]
+    rows, others, folded = [], Counter(), 0
     for paper, counts in data["per_paper"].items():
+        if paper in PAPERS:
+            rows.append((paper, counts))
+        else:                                   # an algorithm's oracle, a generator, …
+            others.update(counts)
+            folded += 1
+    if folded:
+        rows.append((f"{folded} other sources (each algorithm's oracle and isolation checks, "
+                     "data generators, other papers' rates)", others))
+    for paper, counts in rows:
         lines.append(f"| {paper} | {sum(counts.values())} | "
                      + " | ".join(str(counts.get(v, 0)) for v in seen) + " |")
     if data.get("per_basis"):

@@ -113,3 +113,18 @@ def test_the_speed_block_counts_the_gpu_steps_that_passed():
     out = rb.speed_block(None, gpu)
     assert "GPU (H100, torch 2.13): 1/3 steps" in out and "dry run" not in out
     assert "dry run" in rb.speed_block(None, {**gpu, "dry_run": True})
+
+
+def test_sources_other_than_the_four_papers_are_folded_into_one_row(tmp_path):
+    results = {"environment": {"time_utc": "2026-12-07T04:22:46+00:00"}, "size": "quick",
+               "checks": [{"paper": "pFedMe (NeurIPS 2020)", "verdict": "HOLDS"},
+                          {"paper": "FedRep", "verdict": "HOLDS"},
+                          {"paper": "IFCA", "verdict": "FAILS"}]}
+    data = rb.digest(results, commit="abc1234", machine="2 cores")
+    assert data["environment"]["date"] == "2026-12-07 04:22"          # the results' own time
+    out = rb.render(TEXT, root=_tree(tmp_path, verdicts=data))
+    # mutation: no folding -> an IFCA row; folding the papers too -> no pFedMe row
+    assert "| IFCA |" not in out and "| pFedMe | 1 | 1 | 0 |" in out
+    assert "| 2 other sources (" in out and out.count("| 2 other sources") == 1
+    row = next(x for x in out.splitlines() if x.startswith("| 2 other sources"))
+    assert row.endswith("| 2 | 1 | 1 |")

@@ -5,7 +5,8 @@ margins"): CGPFL (K = 4) and CGPFL-Heur above FedAvg and above pFedMe (PM), on t
 FMNIST-MLR and FMNIST-DNN columns.  Judged on ``paper_figures/results/cgpfl_table1_fmnist.csv``
 (written by ``pflt reproduce cgpfl_table1_fmnist``: one row per method, model and seed) by
 :func:`verification.experiments.reproduction_report.ordering` — the difference of seed means
-against 2 standard errors of the difference (seed-to-seed sd), last-round accuracy.  The
+against 2 standard errors of the difference (seed-to-seed sd), last-round accuracy, at the
+T with the most rows of each column (runs of different T are not averaged together).  The
 verdict is the worst over the claims; NOT RUN (one line why) when the CSV is absent or
 holds no row of the claims' methods.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from verification.core.registry import Context, Outcome, Verdict, check
 from verification.core.verdicts import outcome, worst
-from verification.experiments.reproduction_report import ordering, summarize
+from verification.experiments.reproduction_report import by_rounds, ordering, summarize
 from verification.experiments.reproduction_run import read_rows
 from verification.experiments.reproductions import CGPFL_TABLE1_FMNIST
 
@@ -34,9 +35,11 @@ def ordering_outcome(csv_path, claims) -> Outcome:
     if not csv_path.is_file():
         return _not_run(f"{csv_path.name} absent (needs Fashion-MNIST: "
                         f"pflt reproduce {CGPFL_TABLE1_FMNIST.name})")
-    summary = summarize(read_rows(csv_path))
+    rows = read_rows(csv_path)
     verdicts, lines, measured = [], [], {}
     for column, better, worse in claims:
+        groups = by_rounds(rows, column)      # the T with the most rows (never mixed)
+        summary = summarize(next(iter(groups.values()))) if groups else {}
         if (column, better) not in summary or (column, worse) not in summary:
             continue
         v, line = ordering(summary, column, better, worse, "last")

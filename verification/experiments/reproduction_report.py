@@ -101,9 +101,19 @@ def _gap(m: float, paper) -> str:
     return "–" if paper is None or not math.isfinite(m) else f"{m - paper:+.2f}"
 
 
+def by_rounds(rows: list[dict], column: str) -> dict[int, list[dict]]:
+    """The rows of ``column`` grouped by their rounds T (most rows first, then larger T):
+    runs of different T are never averaged together."""
+    groups: dict[int, list[dict]] = {}
+    for r in rows:
+        if (r.get("column") or r["model"]) == column:
+            groups.setdefault(int(r.get("rounds") or 0), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), -kv[0])))
+
+
 def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "") -> str:
-    """The reproduction's markdown: per column, ours beside the paper's numbers."""
-    s = summarize(rows)
+    """The reproduction's markdown: per column (and per T when several ran), ours beside the
+    paper's numbers."""
     out = [f"# {rep.paper} {rep.table}: ours vs paper ({rep.name})", ""]
     if command:
         out += [f"Command: `{command}`", ""]
@@ -113,43 +123,50 @@ def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "
             "the last round and at the best evaluated round (every `eval_every` rounds); gap = "
             "ours − paper. Each seed is one CSV row whose `command` re-runs it.", ""]
     for col in rep.columns:
-        present = [k for k in s if k[0] == col.key]
-        out += [f"## {col.key} ({col.data}, {col.model}; the paper's T = {col.rounds or rep.rounds})",
-                ""]
-        if not present:
+        paper_t = col.rounds or rep.rounds
+        out += [f"## {col.key} ({col.data}, {col.model}; the paper's T = {paper_t})", ""]
+        groups = by_rounds(rows, col.key)
+        if not groups:
             out += ["not run here: no rows in the CSV (the data are not on this machine or the "
                     f"cells did not run): `pflt reproduce {rep.name} --data-dir DIR`", ""]
             continue
-        out += ["| method | paper | ours last round | gap | ours best round | gap | seeds | T |",
-                "|---|---|---|---|---|---|---|---|"]
-        for row in rep.rows:
-            st = s.get((col.key, row.label))
-            paper = rep.numbers.get((row.label, col.key))
-            ptxt = "–" if paper is None else f"{paper:.2f}"
-            if st is None:
-                out.append(f"| {row.label} | {ptxt} | not run | – | not run | – | – | – |")
-                continue
-            seeds = ",".join(map(str, st["seeds"])) or "–"
-            if st["failed"]:
-                seeds += f" ({st['failed']} failed)"
-            t = ",".join(sorted(x for x in st["rounds"] if x))
-            out.append(f"| {row.label} | {ptxt} | {_fmt(*st['last'])} | {_gap(st['last'][0], paper)}"
-                       f" | {_fmt(*st['best'])} | {_gap(st['best'][0], paper)} | {seeds} | {t} |")
-        out.append("")
-        khat = _selected_k(rows, col.key)
-        if khat:
-            out += ["K̂ chosen by CGPFL-Heur's e(K) (`k_hat` of the runs' summary.json): "
-                    + "; ".join(f"{m}: " + ", ".join(f"seed {s} → {k}" for s, k in ks)
-                                for m, ks in khat.items()), ""]
-        col_claims = [c for c in claims if c[0] == col.key]
-        if col_claims:
-            out.append("Ordering claims (difference > 2 se: HOLDS, < −2 se: FAILS, else INCONCLUSIVE):")
-            out.append("")
-            for _, better, worse in col_claims:
-                for which in ("last", "best"):
-                    try:
-                        out.append(f"* {ordering(s, col.key, better, worse, which)[1]}")
-                    except KeyError as exc:
-                        out.append(f"* {better} > {worse} ({which}): not judged ({exc.args[0]})")
-            out.append("")
+        for t, sub in groups.items():
+            if len(groups) > 1:
+                out += [f"### T = {t}", ""]
+            out += _section(rep, col, sub, [c for c in claims if c[0] == col.key])
     return "\n".join(out).rstrip() + "\n"
+
+
+def _section(rep: Reproduction, col, rows: list[dict], col_claims) -> list[str]:
+    s = summarize(rows)
+    out = ["| method | paper | ours last round | gap | ours best round | gap | seeds | T |",
+           "|---|---|---|---|---|---|---|---|"]
+    for row in rep.rows:
+        st = s.get((col.key, row.label))
+        paper = rep.numbers.get((row.label, col.key))
+        ptxt = "–" if paper is None else f"{paper:.2f}"
+        if st is None:
+            out.append(f"| {row.label} | {ptxt} | not run | – | not run | – | – | – |")
+            continue
+        seeds = ",".join(map(str, st["seeds"])) or "–"
+        if st["failed"]:
+            seeds += f" ({st['failed']} failed)"
+        t = ",".join(sorted(x for x in st["rounds"] if x))
+        out.append(f"| {row.label} | {ptxt} | {_fmt(*st['last'])} | {_gap(st['last'][0], paper)}"
+                   f" | {_fmt(*st['best'])} | {_gap(st['best'][0], paper)} | {seeds} | {t} |")
+    out.append("")
+    khat = _selected_k(rows, col.key)
+    if khat:
+        out += ["K̂ chosen by CGPFL-Heur's e(K) (`k_hat` of the runs' summary.json): "
+                + "; ".join(f"{m}: " + ", ".join(f"seed {s} → {k}" for s, k in ks)
+                            for m, ks in khat.items()), ""]
+    if col_claims:
+        out += ["Ordering claims (difference > 2 se: HOLDS, < −2 se: FAILS, else INCONCLUSIVE):", ""]
+        for _, better, worse in col_claims:
+            for which in ("last", "best"):
+                try:
+                    out.append(f"* {ordering(s, col.key, better, worse, which)[1]}")
+                except KeyError as exc:
+                    out.append(f"* {better} > {worse} ({which}): not judged ({exc.args[0]})")
+        out.append("")
+    return out

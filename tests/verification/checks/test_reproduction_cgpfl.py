@@ -59,3 +59,17 @@ def test_absent_csv_is_not_run_with_one_line_why(tmp_path):
 
 def test_default_csv_is_the_reproductions():
     assert CSV.name == "cgpfl_table1_fmnist.csv" and CSV.parent.name == "results"
+
+
+def test_other_rounds_are_not_mixed_in(tmp_path):
+    # a short run (T = 50) where CGPFL is far below: the judged T is the one with the most
+    # rows (200), so the claims still HOLD; mutation caught: every T averaged together
+    path = write_csv(tmp_path / "t.csv", {"CGPFL (K=4)": HIGH, "CGPFL-Heur": HIGH,
+                                          "FedAvg": LOW, "pFedMe (PM)": LOW})
+    with path.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        for seed in range(2):
+            w.writerow(dict(method="CGPFL (K=4)", model="mlr", column="fmnist_mlr", seed=seed,
+                            metric="personalized_accuracy", value=0.1, best_value=0.1,
+                            rounds=50, status="ok", command=f"short {seed}"))
+    assert verdict(path)[0] is Verdict.HOLDS

@@ -79,3 +79,15 @@ def test_selected_k_read_from_the_run_directories(tmp_path):
     assert "CGPFL-Heur: seed 0 → 4, seed 1 → 3" in text
     # absent run directories: nothing claimed
     assert "K̂" not in markdown(rep, rows({"CGPFL-Heur": [0.9]}))
+
+
+def test_runs_of_different_rounds_are_never_averaged_together():
+    # mutation caught: summarize over every T (the mean would be 85, the sd ~5.8)
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    r = rows({"FedAvg": [0.80, 0.80]}) + [dict(method="FedAvg", model="mlr", column="fmnist_mlr",
+                                              seed="0", metric="m", value="0.95", best_value="0.95",
+                                              rounds="50", status="ok", command="c2")]
+    text = markdown(rep, r)
+    assert "### T = 200" in text and "### T = 50" in text
+    assert text.index("### T = 200") < text.index("### T = 50")      # the T with most rows first
+    assert "| FedAvg | 82.44 | 80.00 ± 0.00 | -2.44 |" in text and "| FedAvg | 82.44 | 95.00 |" in text

@@ -99,14 +99,14 @@ def _random_skew(classes: int, n: int) -> dict:
 PPFE_TABLE1 = Reproduction(
     name="ppfe_table1", paper="PPFE (arXiv 2602.14244)", table="Table 1",
     rows=_PPFE_ROWS,
-    columns=(Column("cifar10_(100,2)", "cifar10", "cnn", dict(partition="ppfe", clients=100),
+    columns=(Column("cifar10_(100,2)", "cifar10", "cnn3", dict(partition="ppfe", clients=100),
                     dict(local_rounds=56)),
-             Column("cifar10_(100,5)", "cifar10", "cnn", _random_skew(5, 150), dict(local_rounds=56)),
-             Column("cifar100_(100,20)", "cifar100", "cnn", _random_skew(20, 400),
+             Column("cifar10_(100,5)", "cifar10", "cnn3", _random_skew(5, 150), dict(local_rounds=56)),
+             Column("cifar100_(100,20)", "cifar100", "cnn3", _random_skew(20, 400),
                     dict(local_rounds=150)),
-             Column("cifar100_(100,5)", "cifar100", "cnn", dict(partition="ppfe", clients=100),
+             Column("cifar100_(100,5)", "cifar100", "cnn3", dict(partition="ppfe", clients=100),
                     dict(local_rounds=150)),
-             Column("emnist_(100,10)", "emnist-letters", "cnn", _random_skew(10, 400),
+             Column("emnist_(100,10)", "emnist-letters", "cnn3", _random_skew(10, 400),
                     dict(local_rounds=150))),
     numbers={(r, k): v[i] for r, v in _PPFE_T1.items() for i, k in enumerate(_PPFE_KEYS)},
     rounds=160, seeds=(0, 1, 2),
@@ -116,15 +116,15 @@ PPFE_TABLE1 = Reproduction(
           "5 local epochs of batch 10, equal client sizes (CIFAR-10 150, CIFAR-100 400), "
           "S classes at random. Readings: the learning rate (lost from our text copy) is "
           "0.05 for every method; participation 10 clients per round (its value was lost "
-          "too); EMNIST Letters' samples per client were lost: 400 here; the model is the "
-          "toolkit's `cnn` (2 conv + FC), not the paper's 2 conv + 3 FC (CIFAR widths "
-          "unprinted); Sent140 is not available.",
+          "too); EMNIST Letters' samples per client were lost: 400 here; the model is "
+          "`cnn3`, the paper's 2 conv + 3 FC with PPFE's heads over the 3 FC layers (its "
+          "channel and FC widths are unprinted: LeNet-5's); Sent140 is not available.",
 )
 
 PPFE_TABLE2 = Reproduction(
     name="ppfe_table2_dirichlet", paper="PPFE (arXiv 2602.14244)", table="Table 2",
     rows=_PPFE_ROWS,
-    columns=tuple(Column(f"cifar10_dir{a}", "cifar10", "cnn",
+    columns=tuple(Column(f"cifar10_dir{a}", "cifar10", "cnn3",
                          dict(partition="dirichlet", clients=100, dirichlet_alpha=a),
                          dict(local_rounds=56)) for a in (1.0, 0.3)),
     numbers={(r, f"cifar10_dir{a}"): vals[i] for a, vals in (
@@ -133,7 +133,7 @@ PPFE_TABLE2 = Reproduction(
         for i, r in enumerate(_PPFE_T1)},
     rounds=160, seeds=(0, 1, 2),
     notes="PPFE Table 2: CIFAR-10, Dirichlet label partition (α = 1.0, 0.3), otherwise as "
-          "Table 1 (same readings: lr 0.05, 10 clients per round, toolkit `cnn`). Dirichlet "
+          "Table 1 (same readings: lr 0.05, 10 clients per round, `cnn3`). Dirichlet "
           "client sizes follow the draw (not 150 each).",
 )
 

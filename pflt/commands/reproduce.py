@@ -110,7 +110,7 @@ def _main(args) -> int:
                if c.command(args.data_dir, str(Path(args.runs_dir) / rep.name / c.run_name))
                not in done]
     est = R.cost_seconds(rep, pending)
-    print(f"{rep.name}: {len(cells)} cells ({len(rep.rows)} methods × "
+    print(f"{rep.name}: {len(cells)} cells ({len({c.row.label for c in cells})} methods × "
           f"{len({c.column.key for c in cells})} columns × {len({c.seed for c in cells})} seeds), "
           f"{len(cells) - len(pending)} already in {csv_path}; estimated cost of the "
           f"{len(pending)} to run: {est / 60:.1f} CPU-minutes, ~{est / 60 / args.jobs:.1f} "

@@ -137,6 +137,11 @@ def test_list_dry_run_and_errors(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "18 cells" in lines[0] and len(lines) == 19
     assert all(ln.startswith("pflt run --algorithm") and "--rounds 7" in ln for ln in lines[1:])
+    # the header counts the methods asked for (was the table's 9 whatever --methods said)
+    assert main(["reproduce", "cgpfl_table1_fmnist", "--dry-run", "--methods", "FedAvg", "APFL",
+                 "--out", str(tmp_path)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "(2 methods × 2 columns × 3 seeds)" in head and head.split(":")[1].startswith(" 12 cells")
     for bad, msg in ((["nope"], "unknown reproduction"), (["cgpfl_table1_fmnist", "--columns", "x"],
                      "unknown column"), (["cgpfl_table1_fmnist", "--option", "novalue"], "KEY=VALUE"),
                      (["cgpfl_table1_fmnist", "--data-dir", str(tmp_path / "none")], "not a directory")):

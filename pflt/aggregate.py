@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from pfl_theory.sample_stats import mean_sd
 # re-exported: the readers lived here before pflt.run_dirs
 from pflt.run_dirs import (IGNORED, Run, _number, deduplicate, expand_run_dirs,  # noqa: F401
                            load_run, run_config, run_status, sweep_points)
@@ -47,18 +48,6 @@ class Group:
     def headline(self) -> str | None:
         """The headline model of this configuration's algorithm (:func:`headline_model`)."""
         return headline_model(self.algorithm, models_of(self.runs))
-
-
-def mean_sd(values: Iterable[float | None]) -> tuple[float, float, int]:
-    """Mean, sample standard deviation (``nan`` when fewer than two values) and count;
-    ``None`` and non-finite values are dropped."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    n = len(vals)
-    if n == 0:
-        return math.nan, math.nan, 0
-    mean = sum(vals) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else math.nan
-    return mean, sd, n
 
 
 def format_mean_sd(mean: float, sd: float, n: int, digits: int = 4) -> str:

@@ -121,7 +121,8 @@ def test_no_tracked_file_cites_a_path_outside_the_repository():
     assert not offenders, "paths outside the repository:\n" + "\n".join(offenders)
 
 
-_HELPERS = {"validation", "threads", "formulas", "safe_files", "plugins", "user_cache"}  # utilities, not formulas
+_HELPERS = {"validation", "threads", "formulas", "safe_files", "plugins", "user_cache",
+            "sample_stats"}  # utilities, not formulas
 
 
 def test_every_public_theory_function_is_in_the_registry():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from pfl_theory.sample_stats import mean_sd
 from verification.core.registry import Verdict
 from verification.core.verdicts import difference_three_way
 from verification.experiments.reproduction import Reproduction
@@ -20,14 +21,6 @@ from verification.experiments.reproduction import Reproduction
 Z = 2.0
 
 
-def _stats(values: list[float]) -> tuple[float, float, int]:
-    vals = [v for v in values if math.isfinite(v)]
-    n = len(vals)
-    if n == 0:
-        return math.nan, math.nan, 0
-    m = sum(vals) / n
-    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (n - 1)) if n > 1 else math.nan
-    return m, sd, n
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -45,7 +38,7 @@ def summarize(rows: list[dict]) -> dict:
         a["last"].append(100.0 * float(r["value"]))
         best = r.get("best_value", "")
         a["best"].append(100.0 * float(best) if best not in ("", None) else math.nan)
-    return {k: {"last": _stats(v["last"]), "best": _stats(v["best"]), "rounds": v["rounds"],
+    return {k: {"last": mean_sd(v["last"]), "best": mean_sd(v["best"]), "rounds": v["rounds"],
                 "failed": v["failed"], "seeds": sorted(v["seeds"])} for k, v in acc.items()}
 
 

@@ -156,7 +156,7 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
     (:func:`pfl_theory.kmeans.align_result`).  Shared reading: the clustering solver and its
     seeds are the engine's (the paper leaves them open).  Step 4 per context k with members
     C_k: ω_k ← (1 − α) ω_k + α mean_{i∈C_k} ω̃_{i,R}; an empty context keeps its model."""
-    from pfl_theory.cgpfl import RELATIVE_MU, select_k
+    from pfl_theory.cgpfl import select_k
     from pfl_theory.kmeans import align_result, kmeans
 
     state = alg.init(fed, model, seed)
@@ -188,7 +188,7 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
             k_max = min(alg.k_max or max(1, n // 2), n)
             chosen = flat if alg.select_on == "uploads" else \
                 torch.stack([o.flat(th) for th in thetas])
-            sel = select_k(chosen.numpy(), mu=alg.mu or RELATIVE_MU,
+            sel = select_k(chosen.numpy(), mu=alg.mu or alg.mu_rule,
                            m=fed.train.counts.double().numpy(), k_max=k_max,
                            restarts=alg.kmeans_restarts, seed=seed % 2**31)
             new_labels = [int(v) for v in sel.clusterings[sel.k_hat - 1].labels]

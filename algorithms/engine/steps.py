@@ -25,16 +25,47 @@ T = TypeVar("T")
 
 
 def local_sgd(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor,
-              lr: float) -> Params:
+              lr: float, *, owned: bool = False) -> Params:
     """Plain SGD: one step per mini-batch; ``x[R, N, B, ...]``, ``y[R, N, B]``.  A model with
     BatchNorm buffers (:mod:`algorithms.engine.models_norm`) trains in batch-statistics mode and
-    moves its running statistics (:func:`~algorithms.engine.models_norm.buffered_sgd`)."""
+    moves its running statistics (:func:`~algorithms.engine.models_norm.buffered_sgd`).
+
+    The steps run in place (:func:`sgd_update`) on a copy made by the first step, or on
+    ``params`` itself from the first step when ``owned`` (the caller's own fresh copy, e.g.
+    from :func:`~algorithms.engine.base.broadcast`): the same iterates either way."""
     if has_buffers(model):
         return buffered_sgd(model, params, x, y, lr)
+    g = None
     for r in range(x.shape[0]):
-        g, _ = model.grad(params, x[r], y[r])
-        params = {k: params[k] - lr * g[k] for k in params}
+        g, _ = model_grad(model, params, x[r], y[r], out=g)
+        params = sgd_update(params, g, lr, in_place=owned or r > 0)
     return params
+
+
+def model_grad(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor, *,
+               out: Params | None = None) -> tuple[Params, torch.Tensor]:
+    """``model.grad(params, x, y)``; ``out`` (gradients the caller has consumed, e.g. the
+    previous step's) is handed on to a model whose ``grad`` writes into it
+    (``reuses_out``: the CNN), so a step's large gradient tensors are not allocated (and
+    page-faulted in) afresh every step."""
+    if out is not None and getattr(model, "reuses_out", False):
+        return model.grad(params, x, y, out=out)
+    return model.grad(params, x, y)
+
+
+def sgd_update(params: Params, g: Params, lr: float, *, in_place: bool) -> Params:
+    """``θ − lr·g`` computed as ``lr·g`` into ``g`` (consumed: gradients are fresh tensors
+    the caller owns), then ``θ − (lr·g)`` — into ``θ`` itself when ``in_place`` (the
+    caller's own copy: every step after the first), else into new tensors (the first step
+    must not write the tensors it was handed: they may be the state's).  The same two
+    roundings as ``params[k] - lr * g[k]``, so the iterates are unchanged bit for bit, with
+    no temporaries."""
+    scaled = {k: g[k].mul_(lr) for k in params}
+    if in_place:
+        for k in params:
+            params[k].sub_(scaled[k])
+        return params
+    return {k: params[k] - scaled[k] for k in params}
 
 
 def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
@@ -76,14 +107,21 @@ def prox_layout(model: Model, params: Params) -> Params:
 def generic_prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
                        y: torch.Tensor, *, lam: float, lr: float, steps: int,
                        extra_l2: float = 0.0) -> Params:
-    """:func:`prox_steps` for any model: ``model.grad`` each step, and the update evaluated
-    as ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead
-    of five)."""
+    """:func:`prox_steps` for any model: ``model.grad`` each step (handed the previous
+    step's gradient to write into: :func:`model_grad`), and the update evaluated as
+    ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead of
+    five), in place after the first step."""
     keep = 1.0 - lr * (lam + extra_l2)
-    for _ in range(steps):
-        g, _ = model.grad(theta, x, y)
-        theta = {k: torch.add(theta[k] * keep, anchor[k], alpha=lr * lam).sub_(g[k], alpha=lr)
-                 for k in theta}
+    g = None
+    for s in range(steps):
+        g, _ = model_grad(model, theta, x, y, out=g)
+        if s == 0:      # new tensors: ``theta`` (and ``anchor``, often the same) not written
+            theta = {k: torch.mul(theta[k], keep) for k in theta}
+        else:           # then the same three operations in place, no temporaries
+            for v in theta.values():
+                v.mul_(keep)
+        for k, v in theta.items():
+            v.add_(anchor[k], alpha=lr * lam).sub_(g[k], alpha=lr)
     return theta
 
 

@@ -135,7 +135,9 @@ class PFedMe(Algorithm):
                                lr=self.personal_lr, steps=self.inner_steps,
                                extra_l2=self.code_l2)
             # w − ηλ(w − θ̃) as one lerp (w + ηλ(θ̃ − w)): 1 tensor op instead of 3
-            w_loc = {k: torch.lerp(w_loc[k], theta[k], self.lr * self.lam) for k in w_loc}
+            # (in place: ``w_loc`` is this tile's own copy, from ``broadcast``)
+            for k in w_loc:
+                w_loc[k].lerp_(theta[k], self.lr * self.lam)
         return theta, w_loc
 
     def aggregate(self, w_global, w_loc, rows, counts):

@@ -70,7 +70,8 @@ def sgd_update(params: Params, g: Params, lr: float, *, in_place: bool) -> Param
 
 def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
                y: torch.Tensor, *, lam: float, lr: float, steps: int,
-               extra_l2: float = 0.0) -> Params:
+               extra_l2: float = 0.0, owned: bool = False,
+               scratch: dict | None = None) -> Params:
     """``steps`` gradient steps on ``f̃_i(θ; D) + λ/2 ‖θ − anchor_i‖² (+ extra_l2/2 ‖θ‖²)``
     on the *same* mini-batch ``x[N, B, ...]`` (pFedMe eq. 7, Algorithm 1 of Dinh et al.,
     NeurIPS 2020; CGPFL's personalized step):
@@ -78,12 +79,12 @@ def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
 
     MLR with ``l2 = 0`` goes through :func:`mlr_prox_steps` (the same iterates, computed in
     logit space); every other model — a subclass with its own ``grad`` too — through
-    :func:`generic_prox_steps`."""
+    :func:`generic_prox_steps` (``owned`` and ``scratch`` there)."""
     if _logit_space(model, theta):
         return mlr_prox_steps(theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
                               extra_l2=extra_l2)
     return generic_prox_steps(model, theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
-                              extra_l2=extra_l2)
+                              extra_l2=extra_l2, owned=owned, scratch=scratch)
 
 
 def _logit_space(model: Model, theta: Params) -> bool:
@@ -106,22 +107,27 @@ def prox_layout(model: Model, params: Params) -> Params:
 
 def generic_prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
                        y: torch.Tensor, *, lam: float, lr: float, steps: int,
-                       extra_l2: float = 0.0) -> Params:
+                       extra_l2: float = 0.0, owned: bool = False,
+                       scratch: dict | None = None) -> Params:
     """:func:`prox_steps` for any model: ``model.grad`` each step (handed the previous
     step's gradient to write into: :func:`model_grad`), and the update evaluated as
     ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead of
-    five), in place after the first step."""
+    five), in place after the first step — or from the first when ``owned`` (``theta`` is
+    the caller's own copy, not ``anchor``).  ``scratch``: a dict the caller keeps across
+    calls; the last gradient is left in it for the next call to write into."""
     keep = 1.0 - lr * (lam + extra_l2)
-    g = None
+    g = None if scratch is None else scratch.get("grad")
     for s in range(steps):
         g, _ = model_grad(model, theta, x, y, out=g)
-        if s == 0:      # new tensors: ``theta`` (and ``anchor``, often the same) not written
+        if s == 0 and not owned:   # new tensors: ``theta`` (and ``anchor``) not written
             theta = {k: torch.mul(theta[k], keep) for k in theta}
         else:           # then the same three operations in place, no temporaries
             for v in theta.values():
                 v.mul_(keep)
         for k, v in theta.items():
             v.add_(anchor[k], alpha=lr * lam).sub_(g[k], alpha=lr)
+    if scratch is not None:
+        scratch["grad"] = g
     return theta
 
 

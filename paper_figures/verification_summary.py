@@ -12,8 +12,9 @@ It draws the verify results it is given and nothing else (it never runs checks i
    a directory containing ``results.json``; ``pflt figures --verify-results PATH`` sets it);
 2. else the most recently written ``results.json`` under ``out_dir`` or in ``./verify_out``.
 
-One row per paper: a check's ``paper`` field is reduced to its key (:func:`paper_key`: the
-name before `` (``, so "PLGU (CVPR 2023)" and "PLGU (Qu et al., CVPR 2023)" are one row); the
+One row per paper: a check counts under its paper's canonical id (:func:`paper_key`,
+verification/core/papers.py: "PLGU (CVPR 2023)" and "PLGU (Qu et al., CVPR 2023)" are one
+row); the
 four papers of the mission (:data:`paper_figures.readme_blocks.PAPERS`) come first; past
 :data:`MAX_ROWS` rows the other sources (an algorithm's oracle, a data generator, another
 paper's rate) share one row, as in the README's verdict table.  The title names the file drawn, its size,
@@ -37,6 +38,7 @@ from typing import Any
 
 from paper_figures._io import RESULTS_ENV_VAR, find_verify_results
 from paper_figures._style import save_figure, shown_path  # noqa: E402
+from verification.core.papers import entry_paper_id, short_name
 
 ENV_VAR = RESULTS_ENV_VAR
 VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "NOT RUN")
@@ -52,10 +54,11 @@ def find_results(out_dir: Path) -> Path | None:
     return find_verify_results(out_dir)
 
 
-def paper_key(paper: str) -> str:
-    """The key a check's ``paper`` field is grouped by: the name before its first `` (``
-    (``CGPFL (Tang, Guo, Guo, IJCAI 2022)`` → ``CGPFL``)."""
-    return str(paper or "?").split(" (")[0].strip() or "?"
+def paper_key(entry: dict[str, Any]) -> str:
+    """The row a results.json check entry counts in: its paper's short name by the canonical
+    paper id (verification/core/papers.py: ``CGPFL (Tang, Guo, Guo, IJCAI 2022)`` → ``CGPFL``);
+    an unknown paper as it is written."""
+    return short_name(entry_paper_id(entry))
 
 
 BROKEN = "(broken check modules)"
@@ -89,7 +92,7 @@ def load_counts(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     for entry in checks:
         if not isinstance(entry, dict) or entry.get("verdict") not in VERDICTS:
             raise ValueError(f"{path}: malformed check entry {entry!r}")
-    keys = [BROKEN if e.get("kind") == "import" else paper_key(e.get("paper")) for e in checks]
+    keys = [BROKEN if e.get("kind") == "import" else paper_key(e) for e in checks]
     fold = len(set(keys)) > MAX_ROWS
     for entry, key in zip(checks, keys):
         row = OTHERS if fold and key not in PAPERS and key != BROKEN else key

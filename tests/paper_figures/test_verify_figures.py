@@ -86,10 +86,11 @@ def test_summary_has_one_row_per_paper_and_names_what_did_not_run(tmp_path, monk
     assert f"12 worst_case check(s) NOT RUN: {PEP_MISSING}" in page["text"]
 
 
-def test_paper_key_reduces_a_citation_to_its_name():
-    assert verification_summary.paper_key("CGPFL (Tang, Guo, Guo, IJCAI 2022)") == "CGPFL"
-    assert verification_summary.paper_key("FedAvg") == "FedAvg"
-    assert verification_summary.paper_key("") == "?"
+def test_paper_key_reduces_a_citation_to_its_paper():
+    key = verification_summary.paper_key
+    assert key({"paper": "CGPFL (Tang, Guo, Guo, IJCAI 2022)"}) == "CGPFL"
+    assert key({"paper": "PLGU (CVPR 2023)"}) == key({"paper": "PLGU (Qu et al., CVPR 2023)"})
+    assert key({"paper": "A plugin's paper (2026)"}) == "A plugin's paper (2026)"
 
 
 def test_bound_tightness_is_paged_with_the_worst_cases_first(tmp_path, monkeypatch, drawn):

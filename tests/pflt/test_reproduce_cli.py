@@ -148,3 +148,108 @@ def test_list_dry_run_and_errors(tmp_path, capsys):
         assert main(["reproduce", *bad, "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1
+
+
+SMALL_RUN = ["cgpfl_table1_fmnist", "--seeds", "0", "1", "--rounds", "2", "--columns",
+             "fmnist_mlr", "--methods", "fedavg", "cgpfl-heur", "--option", "clients=4",
+             "--option", "clients_per_round=4"]
+
+
+def _git(cwd, *args) -> str:
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_a_users_run_never_touches_the_shipped_results(tmp_path, capsys, real_format_data,
+                                                       monkeypatch):
+    # issue 45.1: the default wrote into paper_figures/results (tracked); mutation caught:
+    # any default --out under paper_figures/results, or a documented command leaving git dirty
+    import shutil
+
+    from pflt.commands import reproduce
+
+    root = Path(__file__).resolve().parents[2]
+    repo = tmp_path / "clone"
+    (repo / "paper_figures").mkdir(parents=True)
+    shutil.copy(root / ".gitignore", repo / ".gitignore")
+    shutil.copytree(root / "paper_figures" / "results", repo / "paper_figures" / "results",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "shipped")
+    monkeypatch.setattr(reproduce, "SHIPPED", repo / "paper_figures" / "results")
+    monkeypatch.chdir(repo)
+    d, entry = real_format_data(tmp_path / "fmnist", "fmnist")
+    with registry.override({"fmnist": entry}):
+        for argv in (["--list"], ["cgpfl_table1_fmnist", "--dry-run"],
+                     ["cgpfl_table1_fmnist", "--update-shipped", "--dry-run"],
+                     [*SMALL_RUN, "--data-dir", str(d)], [*SMALL_RUN, "--data-dir", str(d)],
+                     ["cgpfl_table1_fmnist", "--report"]):
+            assert main(["reproduce", *argv]) == 0, argv
+            assert _git(repo, "status", "--porcelain") == "", argv
+    out = capsys.readouterr().out
+    user = repo / "runs" / "reproduce" / "cgpfl_table1_fmnist"
+    rows = _rows(user / "cgpfl_table1_fmnist.csv")
+    # (CGPFL-Heur has no clients_per_round: every client trains each round)
+    assert len(rows) == 4 and {(r["method"], r["options"]) for r in rows} == {
+        ("FedAvg", "clients=4, clients_per_round=4"), ("CGPFL-Heur", "clients=4")}
+    # the K̂ of CGPFL-Heur's runs is in the CSV, so in the markdown
+    assert all(r["k_hat"].isdigit() for r in rows if r["method"] == "CGPFL-Heur")
+    assert "CGPFL-Heur: seed 0 → " in (user / "cgpfl_table1_fmnist.md").read_text()
+    assert "the shipped paper_figures/results/cgpfl_table1_fmnist.md is unchanged" in out
+    # only the explicit flag writes the shipped table
+    with registry.override({"fmnist": entry}):
+        assert main(["reproduce", *SMALL_RUN, "--data-dir", str(d), "--update-shipped"]) == 0
+    assert "paper_figures/results/cgpfl_table1_fmnist.csv" in _git(repo, "status", "--porcelain")
+
+
+def test_dry_run_of_the_complete_shipped_table_says_nothing_is_left(capsys):
+    # issue 45.1: "0 to run" and no command at all; mutation caught: the --force list not
+    # being the shipped rows' own commands
+    assert main(["reproduce", "cgpfl_table1_fmnist", "--update-shipped", "--dry-run",
+                 "--rounds", "200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("nothing left to run: all 54 cells are finished in ")
+    assert "with --force these 54 would run again:" in lines[1]
+    shipped = {r["command"] for r in _rows(Path(__file__).resolve().parents[2] / "paper_figures"
+                                           / "results" / "cgpfl_table1_fmnist.csv")}
+    assert len(lines) == 56 and set(lines[2:]) <= shipped
+
+
+def test_a_failed_cell_exits_1_names_its_reason_and_runs_again(tmp_path, capsys,
+                                                               real_format_data, monkeypatch):
+    # issue 43.1: exit 0 with a nan row, and the next invocation skipped the failed cell;
+    # mutation caught: failed commands counted as done, or the exit code ignoring failures
+    from pflt.commands import reproduce
+
+    real = reproduce._in_process_launch
+    killed = []
+
+    def launch(argv, log_path):
+        if "cgpfl-heur" in argv and argv[argv.index("--seed") + 1] == "1" and not killed:
+            killed.append(argv)
+            return -9
+        return real(argv, log_path)
+
+    monkeypatch.setattr(reproduce, "_in_process_launch", launch)
+    d, entry = real_format_data(tmp_path / "fmnist", "fmnist")
+    argv = ["reproduce", *SMALL_RUN, "--data-dir", str(d), "--out", str(tmp_path / "o"),
+            "--runs-dir", str(tmp_path / "r")]
+    csv_path, md_path = (tmp_path / "o" / f"cgpfl_table1_fmnist.{x}" for x in ("csv", "md"))
+    with registry.override({"fmnist": entry}):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert ("error: CGPFL-Heur on fmnist_mlr, seed 1: exit -9: killed by signal 9 (SIGKILL)"
+                in err) and "1 of 4 cells failed" in err
+        assert "| 0 (seed 1 failed) |" in md_path.read_text()
+        assert main(["reproduce", *SMALL_RUN, "--data-dir", str(d), "--out", str(tmp_path / "o"),
+                     "--runs-dir", str(tmp_path / "r"), "--dry-run"]) == 0
+        dry = capsys.readouterr().out
+        assert "1 failed before (they run again)" in dry and "cgpfl-heur.fmnist_mlr.s1 failed" in dry
+        assert main(argv) == 0
+        assert "3 of 4 cells already in" in capsys.readouterr().out
+    rows = _rows(csv_path)
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}
+    assert "seed 1 failed" not in md_path.read_text() and "Incomplete" not in md_path.read_text()

@@ -235,7 +235,6 @@ def _write_md(rep, csv_path, md_path, cmd, shipped: bool) -> None:
 
         atomic_write_text(md_path.parent / OUT_NAME, render(md_path.parent))
         written.append(md_path.parent / OUT_NAME)
-    else:
-        written.append(f"(the shipped paper_figures/results/{md_path.name} is unchanged: "
-                       "--update-shipped writes there)")
-    print("wrote " + ", ".join(map(str, written)))
+    note = "" if shipped else (f" (the shipped paper_figures/results/{md_path.name} is "
+                               "unchanged: --update-shipped writes there)")
+    print("wrote " + ", ".join(map(str, written)) + note)

@@ -14,7 +14,8 @@ from synthetic.real_data import registry
 
 BASE = ["reproduce", "cgpfl_table1_fmnist", "--seeds", "0", "--rounds", "2", "--columns",
         "fmnist_mlr", "--methods", "FedAvg", "CGPFL (K=4)"]
-SMALL = ["--option", "clients=4", "--option", "clients_per_round=4"]
+LABEL_SKEW = ["--option", "partition=label-skew", "--option", "size_range=20 30"]
+SMALL = ["--option", "clients=4", "--option", "clients_per_round=4", *LABEL_SKEW]
 
 
 def _one_line_error(capsys, *needles):
@@ -98,12 +99,17 @@ def test_corrupt_data_home_refused(tmp_path, capsys, real_format_data, monkeypat
 def test_a_cell_its_data_cannot_hold_is_refused_before_the_first(tmp_path, capsys,
                                                                   real_format_data):
     # the smoke test the help once documented: --option clients=4 with the cells' own
-    # --clients-per-round 40 > N = 4 (every cell failed, exit 0)
+    # --clients-per-round 40 > N = 4 (every cell failed, exit 0); and a partition the data
+    # cannot give (CGPFL's [400, 5000] images per client from 40 per class)
     d, entry = real_format_data(tmp_path / "fmnist", "fmnist")
+    common = ["--data-dir", str(d), "--out", str(tmp_path / "out"), "--runs-dir",
+              str(tmp_path / "r")]
     with registry.override({"fmnist": entry}):
-        rc = main([*BASE, "--option", "clients=4", "--data-dir", str(d),
-                   "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "r")])
-    assert rc == 2
-    _one_line_error(capsys, "FedAvg on fmnist_mlr: clients_per_round S=40 > number of clients "
-                    "N=4 (with --option clients=4) (nothing was run)")
+        assert main([*BASE, "--option", "clients=4", *LABEL_SKEW, *common]) == 2
+        _one_line_error(capsys, "FedAvg on fmnist_mlr: clients_per_round S=40 > number of "
+                        "clients N=4 (with --option clients=4, partition=label-skew, "
+                        "size_range=20 30) (nothing was run)")
+        assert main([*BASE, "--option", "clients=4", "--option", "clients_per_round=4",
+                     *common]) == 2
+        _one_line_error(capsys, "FedAvg on fmnist_mlr: client 0 needs", "(nothing was run)")
     assert not (tmp_path / "out" / "cgpfl_table1_fmnist.csv").exists()

@@ -17,17 +17,22 @@ from synthetic.real_data import registry
 from verification.experiments.reproductions import REPRODUCTIONS
 
 
+#: the CGPFL tables on the small files: 4 clients of 20-30 images (the CGPFL partition's
+#: [400, 5000] images per client, drawn without replacement, do not fit 40 per class)
+SMALL_FMNIST = ["--option", "clients=4", "--option", "clients_per_round=4", "--option",
+                "partition=label-skew", "--option", "size_range=20 30"]
+_CG = {"clients": "4", "clients_per_round": "4", "partition": "label-skew", "size_range": "20 30"}
 SMALL_CNN = {"clients": "4", "clients_per_round": "2", "local_rounds": "2",
              "partition": "label-skew", "size_range": "20 20", "class_assignment": "random"}
 _PLGU_SMALL = {"clients": "4", "clients_per_round": "2", "local_rounds": "2", "head_steps": "2"}
 #: per reproduction: (--option overrides that make it small, the columns the test runs)
 SMALL = {
-    "cgpfl_table1_fmnist": ({"clients": "4", "clients_per_round": "4"}, None),
-    "cgpfl_table1_fmnist_lr_grid": ({"clients": "4", "clients_per_round": "4"}, ["fmnist_mlr"]),
-    "cgpfl_table1_mnist": ({"clients": "4", "clients_per_round": "4"}, None),
+    "cgpfl_table1_fmnist": (_CG, None),
+    "cgpfl_table1_fmnist_lr_grid": (_CG, ["fmnist_mlr"]),
+    "cgpfl_table1_mnist": (_CG, None),
     "cgpfl_table1_cifar10": ({**SMALL_CNN, "clients_per_round": "4", "classes_per_client": "3"}, None),
-    "cgpfl_table2_lambda": ({"clients": "4", "clients_per_round": "4"}, ["mnist_mlr", "fmnist_dnn"]),
-    "cgpfl_fig2_fmnist": ({"clients": "8", "clients_per_round": "8"}, ["fmnist_dnn"]),
+    "cgpfl_table2_lambda": (_CG, ["mnist_mlr", "fmnist_dnn"]),
+    "cgpfl_fig2_fmnist": ({**_CG, "clients": "8", "clients_per_round": "8"}, ["fmnist_dnn"]),
     "pfedme_table1_mnist": ({"clients": "3", "size_range": "20 40", "clients_per_round": "3"}, None),
     "pfedme_figs_mnist": ({"clients": "3", "size_range": "20 40", "clients_per_round": "3"},
                           ["mnist_mlr"]),
@@ -64,10 +69,11 @@ def test_every_reproduction_end_to_end_on_small_real_format_files(name, tmp_path
     methods = None
     if name == "cgpfl_table2_lambda":
         methods = [r.label for r in rep.rows if r.label.endswith("λ=12")]
-    if name == "cgpfl_table1_cifar10":
-        # CGPFL-Heur's e(K) needs m > d/e samples (here 60 < 29,186/e; CIFAR-10's
-        # 40 clients hold ~81,000 training samples): every other row runs
-        methods = [r.label for r in rep.rows if r.label != "CGPFL-Heur"]
+    if any(r.algorithm == "cgpfl-heur" for r in rep.rows):
+        # CGPFL-Heur's e(K) needs m > d/e samples (here ~100 < 7,850/e for MLR; the real
+        # 40 clients hold ~80,000 training samples): every other row runs
+        methods = [r.label for r in rep.rows if r.algorithm != "cgpfl-heur"
+                   and (methods is None or r.label in methods)]
     out, runs = tmp_path / "out", tmp_path / "runs"
     for col in rep.columns:
         if only and col.key not in only:
@@ -100,8 +106,7 @@ def test_resumes_and_each_row_reruns_to_its_value(tmp_path, capsys, real_format_
     out, runs = tmp_path / "out", tmp_path / "runs"
     argv = ["reproduce", "cgpfl_table1_fmnist", "--data-dir", str(d), "--seeds", "0", "1",
             "--rounds", "2", "--columns", "fmnist_mlr", "--methods", "FedAvg", "CGPFL (K=4)",
-            "--out", str(out), "--runs-dir", str(runs), "--option", "clients=4",
-            "--option", "clients_per_round=4"]
+            "--out", str(out), "--runs-dir", str(runs), *SMALL_FMNIST]
     with registry.override({"fmnist": entry}):
         assert main(argv) == 0
         first = capsys.readouterr().out
@@ -151,8 +156,7 @@ def test_list_dry_run_and_errors(tmp_path, capsys):
 
 
 SMALL_RUN = ["cgpfl_table1_fmnist", "--seeds", "0", "1", "--rounds", "2", "--columns",
-             "fmnist_mlr", "--methods", "fedavg", "cgpfl-heur", "--option", "clients=4",
-             "--option", "clients_per_round=4"]
+             "fmnist_mlr", "--methods", "fedavg", "cgpfl", *SMALL_FMNIST]
 
 
 def _git(cwd, *args) -> str:
@@ -192,12 +196,10 @@ def test_a_users_run_never_touches_the_shipped_results(tmp_path, capsys, real_fo
     out = capsys.readouterr().out
     user = repo / "runs" / "reproduce" / "cgpfl_table1_fmnist"
     rows = _rows(user / "cgpfl_table1_fmnist.csv")
-    # (CGPFL-Heur has no clients_per_round: every client trains each round)
+    # (CGPFL has no clients_per_round: every client trains each round)
     assert len(rows) == 4 and {(r["method"], r["options"]) for r in rows} == {
-        ("FedAvg", "clients=4, clients_per_round=4"), ("CGPFL-Heur", "clients=4")}
-    # the K̂ of CGPFL-Heur's runs is in the CSV, so in the markdown
-    assert all(r["k_hat"].isdigit() for r in rows if r["method"] == "CGPFL-Heur")
-    assert "CGPFL-Heur: seed 0 → " in (user / "cgpfl_table1_fmnist.md").read_text()
+        ("FedAvg", "clients=4, clients_per_round=4, partition=label-skew, size_range=20 30"),
+        ("CGPFL (K=4)", "clients=4, partition=label-skew, size_range=20 30")}
     assert "the shipped paper_figures/results/cgpfl_table1_fmnist.md is unchanged" in out
     # only the explicit flag writes the shipped table
     with registry.override({"fmnist": entry}):
@@ -228,7 +230,7 @@ def test_a_failed_cell_exits_1_names_its_reason_and_runs_again(tmp_path, capsys,
     killed = []
 
     def launch(argv, log_path):
-        if "cgpfl-heur" in argv and argv[argv.index("--seed") + 1] == "1" and not killed:
+        if "cgpfl" in argv and argv[argv.index("--seed") + 1] == "1" and not killed:
             killed.append(argv)
             return -9
         return real(argv, log_path)
@@ -241,13 +243,13 @@ def test_a_failed_cell_exits_1_names_its_reason_and_runs_again(tmp_path, capsys,
     with registry.override({"fmnist": entry}):
         assert main(argv) == 1
         err = capsys.readouterr().err
-        assert ("error: CGPFL-Heur on fmnist_mlr, seed 1: exit -9: killed by signal 9 (SIGKILL)"
+        assert ("error: CGPFL (K=4) on fmnist_mlr, seed 1: exit -9: killed by signal 9 (SIGKILL)"
                 in err) and "1 of 4 cells failed" in err
         assert "| 0 (seed 1 failed) |" in md_path.read_text()
         assert main(["reproduce", *SMALL_RUN, "--data-dir", str(d), "--out", str(tmp_path / "o"),
                      "--runs-dir", str(tmp_path / "r"), "--dry-run"]) == 0
         dry = capsys.readouterr().out
-        assert "1 failed before (they run again)" in dry and "cgpfl-heur.fmnist_mlr.s1 failed" in dry
+        assert "1 failed before (they run again)" in dry and "cgpfl-k-4.fmnist_mlr.s1 failed" in dry
         assert main(argv) == 0
         assert "3 of 4 cells already in" in capsys.readouterr().out
     rows = _rows(csv_path)

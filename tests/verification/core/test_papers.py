@@ -68,7 +68,8 @@ def test_verification_summary_has_one_row_per_paper(tmp_path):
                "pFedMe (Dinh et al., NeurIPS 2020)", "Q")]
     (tmp_path / "results.json").write_text(json.dumps({"checks": checks}))
     rows, _ = load_counts(tmp_path / "results.json")
-    assert [(r["paper"], r["total"]) for r in rows] == [("PPFE", 2), ("Q", 1), ("pFedMe", 2)]
+    # the mission's papers first, in their order, then the others (verification_summary)
+    assert [(r["paper"], r["total"]) for r in rows] == [("pFedMe", 2), ("PPFE", 2), ("Q", 1)]
 
 
 def test_digest_groups_by_paper_id():

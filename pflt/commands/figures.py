@@ -144,12 +144,18 @@ def describe_results(path: Path | None) -> str:
         data = json.loads(path.read_text(encoding="utf-8"))
         checks = [c for c in data.get("checks", []) if isinstance(c, dict)]
         kinds = Counter(str(c.get("kind")) for c in checks)
-        papers = {str(c.get("paper")) for c in checks}
+        from verification.core.papers import entry_paper_id
+
+        papers = {entry_paper_id(c) for c in checks}      # one per paper id, not per string
         env = data.get("environment") or {}
         what = (f"{len(checks)} check(s) of {len(papers)} paper(s), kinds "
                 + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
                 + f"; size {data.get('size', '?')}, seeds {data.get('seeds', '?')}, "
                 f"written {env.get('time_utc', '?') if isinstance(env, dict) else '?'}")
+        idle = Counter(str(c.get("kind")) for c in checks if c.get("verdict") == "NOT RUN")
+        if idle:    # e.g. the worst cases without PEPit: the figures show them missing
+            what += ("; NOT RUN: " + ", ".join(f"{n} {k}" for k, n in sorted(idle.items()))
+                     + " (the figures say so; pflt verify's report says why)")
     except (OSError, ValueError, AttributeError, TypeError):
         what = "not a readable pflt verify results.json"
     return f"verify results drawn: {path} ({what})"

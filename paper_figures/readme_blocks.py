@@ -55,17 +55,21 @@ def _conditions(env: dict) -> str:
 
 
 def digest(results: dict, *, commit: str, machine: str) -> dict:
-    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper, and
+    """A small summary of ``pflt verify``'s ``results.json``: verdict counts per paper (one
+    row per paper id, :mod:`verification.core.papers`), and
     per basis — what a verdict rests on (:func:`verification.core.sensitivity.basis_of`:
     claims against measurements, code equals our reading (identity checks), other) — and
     each check's id, paper, kind, verdict, seeds holding and seconds (the docs' findings page,
     :mod:`paper_figures.docs_pages`)."""
+    from verification.core.papers import display_name, entry_paper_id, short_name
     from verification.core.sensitivity import basis_of
 
     per_paper: dict[str, Counter] = defaultdict(Counter)
     per_basis: dict[str, Counter] = defaultdict(Counter)
     for chk in results["checks"]:
-        per_paper[chk["paper"].split(" (")[0]][chk["verdict"]] += 1
+        chk = {**chk, "paper_id": entry_paper_id(chk)}      # one row per paper id
+        chk["paper"] = display_name(chk["paper_id"])
+        per_paper[short_name(chk["paper_id"])][chk["verdict"]] += 1
         if "kind" in chk:
             per_basis[basis_of(chk["kind"])][chk["verdict"]] += 1
     env = results.get("environment", {})
@@ -75,8 +79,10 @@ def digest(results: dict, *, commit: str, machine: str) -> dict:
             "size": results.get("size"), "total": len(results["checks"]),
             "per_paper": {p: dict(c) for p, c in sorted(per_paper.items())},
             "per_basis": {b: dict(per_basis[b]) for b in BASES if b in per_basis},
-            "checks": [{k: chk.get(k) for k in ("id", "paper", "kind", "verdict",
-                                                "seeds_holding", "n_seeds", "seconds")}
+            "checks": [{**{k: chk.get(k) for k in ("id", "kind", "verdict", "seeds_holding",
+                                                   "n_seeds", "seconds")},
+                        "paper": display_name(entry_paper_id(chk)),
+                        "paper_id": entry_paper_id(chk)}
                        for chk in results["checks"]]}
 
 

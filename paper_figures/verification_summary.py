@@ -29,6 +29,7 @@ from typing import Any
 
 from paper_figures._io import RESULTS_ENV_VAR, find_verify_results
 from paper_figures._style import save_figure, shown_path  # noqa: E402
+from verification.core.papers import entry_paper_id, short_name
 
 ENV_VAR = RESULTS_ENV_VAR
 VERDICTS = ("HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "ERROR", "VACUOUS", "NOT RUN")
@@ -55,7 +56,7 @@ def load_counts(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     for entry in checks:
         if not isinstance(entry, dict) or entry.get("verdict") not in VERDICTS:
             raise ValueError(f"{path}: malformed check entry {entry!r}")
-        paper = str(entry.get("paper") or "?")
+        paper = short_name(entry_paper_id(entry))   # one row per paper id (core/papers.py)
         if entry.get("kind") == "import":  # a check module that failed to import
             paper = "(broken check modules)"
         counts.setdefault(paper, Counter())[entry["verdict"]] += 1

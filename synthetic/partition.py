@@ -64,7 +64,7 @@ def _gather(x: np.ndarray, y: np.ndarray, groups: list[np.ndarray],
 
 
 def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client: int,
-                         size_range: tuple[int, int], seed: Any, replace: bool = False,
+                         size_range: tuple[int, int], seed: Any, replace: bool | str = False,
                          class_assignment: str = "random") -> Partition:
     """Pathological label skew.
 
@@ -81,7 +81,11 @@ def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client
     — and raises ``ValueError`` if some class is exhausted (the papers' N=40, n_i ∈ [400, 5000]
     setting asks for ~108k samples, more than MNIST's 70k).  ``replace=True`` draws each
     client's samples of a class uniformly with replacement from that class (duplicates
-    possible, within and across clients).  Each client's samples are shuffled.
+    possible, within and across clients).  ``replace="across-clients"``: each client's samples
+    of a class are a uniform draw *without* replacement from that class, independently per
+    client — no sample twice in one client (so never in both its train and test splits), but
+    a sample may go to several clients (the papers' settings that ask for more samples than
+    the pool holds).  Each client's samples are shuffled.
     """
     x, y = _pool(x, y)
     n_clients = positive_int("num_clients", num_clients)
@@ -97,8 +101,9 @@ def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client
     if not c <= lo <= hi:
         raise ValueError(f"size_range=(lo, hi) needs classes_per_client={c} <= lo <= hi (every "
                          f"assigned class gets at least one sample), got {size_range!r}")
-    if not isinstance(replace, (bool, np.bool_)):
-        raise ValueError(f"replace must be True or False, got {replace!r}")
+    across = isinstance(replace, str) and replace == "across-clients"
+    if not (isinstance(replace, (bool, np.bool_)) or across):
+        raise ValueError(f"replace must be True, False or 'across-clients', got {replace!r}")
     if class_assignment not in ("random", "cyclic"):
         raise ValueError(f"class_assignment must be 'random' or 'cyclic', got {class_assignment!r}")
     rng = _rng(seed)
@@ -114,7 +119,15 @@ def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client
     counts = sizes[:, None] // c + extra
 
     by_class = [rng.permutation(np.flatnonzero(y == lab)) for lab in labels]
-    if not replace:
+    if across:
+        for i, j in zip(*np.nonzero(counts > np.array([[len(by_class[k]) for k in a]
+                                                         for a in assigned]))):
+            k = assigned[i, j]
+            raise ValueError(
+                f"client {i} needs {int(counts[i, j])} samples of class {labels[k]} but the "
+                f"pool has {len(by_class[k])} (no sample twice in a client); use a smaller "
+                f"size_range or more classes per client")
+    elif not replace:
         demand = np.bincount(assigned.ravel(), weights=counts.ravel(), minlength=len(labels))
         short = np.flatnonzero(demand > [len(v) for v in by_class])
         if short.size:
@@ -130,7 +143,9 @@ def label_skew_partition(x: Any, y: Any, *, num_clients: int, classes_per_client
     for i in range(n_clients):
         parts = []
         for k, m in zip(assigned[i], counts[i]):
-            if replace:
+            if across:
+                parts.append(rng.choice(by_class[k], m, replace=False))
+            elif replace:
                 parts.append(rng.choice(by_class[k], m, replace=True))
             else:
                 parts.append(by_class[k][cursor[k]: cursor[k] + m])

@@ -74,10 +74,11 @@ def _names(name: str, split: str | None) -> list[str]:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from synthetic.real_data.fetch import fetch
+    from synthetic.real_data.fetch import check_mirror, check_timeout, fetch
 
-    if args.timeout <= 0:
-        raise UserError(f"--timeout must be > 0, got {args.timeout}")
+    check_timeout(args.timeout)          # finite, in (0, a day]: before any directory is made
+    for mirror in args.mirror:
+        check_mirror(mirror)
     names = ([f"emnist-{s}" for s in EMNIST_SPLITS]
              if args.name == "emnist" and args.emnist_split is None
              else _names(args.name, args.emnist_split))

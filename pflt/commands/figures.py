@@ -144,7 +144,9 @@ def describe_results(path: Path | None) -> str:
         data = json.loads(path.read_text(encoding="utf-8"))
         checks = [c for c in data.get("checks", []) if isinstance(c, dict)]
         kinds = Counter(str(c.get("kind")) for c in checks)
-        papers = {str(c.get("paper")) for c in checks}
+        from verification.core.papers import entry_paper_id
+
+        papers = {entry_paper_id(c) for c in checks}      # one per paper id, not per string
         env = data.get("environment") or {}
         what = (f"{len(checks)} check(s) of {len(papers)} paper(s), kinds "
                 + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))

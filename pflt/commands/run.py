@@ -106,6 +106,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         from pflt.commands._run_data import scaling_options
         raise UserError(f"the data {fed.name} contain NaN or inf in {options['dtype']} "
                         f"({scaling_options(options)})")
+    reuse = _partition_reuse(spec, fed)
     model = build_model(options["model"], fed, hidden=options["hidden"], l2=options["l2"])
     note = opts.schedule_note(algorithm, model, options["rounds"])
     if note:
@@ -165,11 +166,27 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         summary["notes"] = notes
     if leak:
         summary["reads_test_split"] = leak
+    if reuse:
+        summary["partition_reuse"] = reuse
     comm = meter.per_round()
     summary.update({f"communication_{k}_per_round": comm[k] for k in COMMUNICATION if comm})
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     _print_summary(last, out, comm)
     return summary
+
+
+def _partition_reuse(spec, fed) -> dict | None:
+    """A paper partition's image reuse (:mod:`synthetic.real_data.partition_overlap`),
+    printed at start-up and saved in ``summary.json``; ``None`` for other partitions."""
+    from synthetic.sources import PAPER_PARTITIONS
+
+    if spec.partition not in PAPER_PARTITIONS or str(spec.data).startswith("synthetic"):
+        return None
+    from synthetic.real_data.partition_overlap import partition_reuse, reuse_line
+
+    reuse = partition_reuse(fed)
+    print(reuse_line(reuse), file=sys.stderr)
+    return reuse
 
 
 #: what ``summary.json`` says of the exchange, per round (:mod:`algorithms.engine.communication`)

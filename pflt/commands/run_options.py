@@ -135,9 +135,10 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--synthetic-beta", type=float, default=0.5, help="Synthetic(α, β): β")
     d.add_argument("--partition", default="label-skew",
                    choices=["label-skew", "dirichlet", "iid", "feature-shift", "cgpfl",
-                            "ppfe", "plgu"],
+                            "pfedme", "ppfe", "plgu"],
                    help="of real data (default label-skew); feature-shift: IID, images "
-                        "shifted per client; cgpfl, ppfe, plgu: the papers'")
+                        "shifted per client; cgpfl, pfedme, ppfe, plgu: the papers' (no image "
+                        "twice in a client; reuse across clients in summary.json)")
     d.add_argument("--classes-per-client", type=int, default=2, help="label-skew: labels per client")
     d.add_argument("--class-assignment", default="cyclic", choices=["cyclic", "random"],
                    help="label-skew: labels (i+j) mod C (default, spreads clients evenly) or "

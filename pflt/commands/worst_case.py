@@ -136,9 +136,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
     """Refuse options that do not apply and bad numbers (one line, before any solve);
-    fill in the defaults."""
-    from verification.worst_case.analysis import check_number
-
+    fill in the defaults.  An option that does not apply is refused before the heavy imports
+    (torch, sympy: seconds on a loaded machine), so that mistake costs nothing."""
     given = {k for k in DEFAULTS if getattr(args, k, None) is not None}
     applies = APPLIES[args.algorithm]
     if args.nonconvex:
@@ -156,6 +155,10 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
             opt, value = REQUIRES[key]
             if (getattr(args, opt) or DEFAULTS[opt]) != value:
                 raise UserError(f"{flag} applies only with --{opt} {value}")
+    from verification.worst_case.analysis import check_number
+
+    for key in sorted(given):
+        flag = "--" + key.replace("_", "-")
         if key in INTEGERS:
             if getattr(args, key) < 1:
                 raise UserError(f"{flag} must be an integer >= 1, got {getattr(args, key)}")
@@ -222,9 +225,9 @@ def _bisection_line(factor: float, certified: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    args = resolve(args)      # first: a refused option costs no import
     from verification.worst_case.pep import PEPUnavailable
 
-    args = resolve(args)
     if args.algorithm == "cgpfl":
         from verification.worst_case import cgpfl_analysis as ca
 
@@ -262,15 +265,52 @@ def verdict_line(res: dict) -> str:
     relaxed = res["metric"] == "grad_sq_avg" or not res.get("exact", True)
     kind = ("expected-Gram relaxation: an upper bound" if not res.get("exact", True) else
             "relaxed F(w_T) ≥ F*: an upper bound" if relaxed else "exact")
+    # the same note on either side: a bound evaluated outside its hypotheses is no theorem's
+    # claim, whether the worst case lands above or below it
+    outside = "" if held else " (outside the theorem's hypotheses)"
     if ratio > 1 + tol:
         where = ("with every hypothesis met: a counterexample" if held and not relaxed else
                  "with every hypothesis met (relaxed PEP: not a proof)" if held else
-                 "(outside the theorem's hypotheses)")
+                 outside.strip())
         return f"worst case ({kind}) ABOVE the bound by ×{ratio:.6g} {where}"
     if ratio > 1 - tol:
         return (f"worst case ({kind}) equals the bound within the solver's accuracy "
-                f"{tol:g} (ratio {ratio:.6g}): the bound is tight")
-    return f"worst case ({kind}) below the bound: the bound holds, {1 / ratio:.4g}× loose"
+                f"{tol:g} (ratio {ratio:.6g}): the bound is tight{outside}")
+    return (f"worst case ({kind}) below the bound: the bound holds, {1 / ratio:.4g}× "
+            f"loose{outside}")
+
+
+#: what each metric of :func:`verification.worst_case.analysis.analyse` measures (the
+#: quantity the theorem bounds; verification/worst_case/instances.py ``metric_on``)
+METRICS = {
+    "gap_avg": "F(w̄_T) − F(w*): gap of the Moreau-envelope objective F at the average of "
+               "the global iterates w⁰…w^{T−1} with Thm 1's weights α_t ∝ (1 − ημ_F/2)^−(t+1)",
+    "grad_sq_avg": "(1/T)Σ_t ‖∇F(w^t)‖²: mean squared envelope gradient over the rounds, "
+                   "scaled to F(w⁰) − F(w^T) = Δ₀",
+    "dist": "‖w^T − w*‖²: squared distance of the last global iterate to the optimum",
+}
+
+
+def metric_line(res: dict) -> str:
+    """``metric: NAME = what it measures  (theorem)``."""
+    name = res["metric"]
+    what = METRICS.get(name)
+    return f"metric: {name}" + (f" = {what}" if what else "") + f"  ({res['theorem']})"
+
+
+def header(s: dict) -> str:
+    """The setting, naming only the parameters the method has: FedAvg has no λ and no
+    server mixing β (``--lam``/``--beta`` are refused for it); non-convex pFedMe has no μ."""
+    prox = "" if s["method"] != "pfedme" else (
+        ", exact prox" if s["inner"] is None else f", K = {s['inner'][0]} inner steps "
+        f"(η_p = {s['inner'][1]:.4g})")
+    parts = [f"N = {s['clients']}", f"T = {s['rounds']}", f"R = {s['local_rounds']}",
+             f"η = {s['lr']:g}"]
+    if s["method"] == "pfedme":
+        parts += [f"λ = {s['lam']:g}", f"β = {s['beta']:g}"]
+    parts += ["non-convex (no μ)" if s["mu"] is None else f"μ = {s['mu']:g}",
+              f"L = {s['L']:g}", f"σ² = {s['sigma_sq']:g}", f"Δ₀ = {s['Delta0']:g}"]
+    return f"{s['method']}{prox}: " + ", ".join(parts)
 
 
 def _mark(ok: bool) -> str:
@@ -300,14 +340,9 @@ def _measured_line(res: dict) -> str:
 def render(res: dict) -> str:
     """The human-readable report of :func:`verification.worst_case.analysis.analyse`."""
     s = res["setting"]
-    prox = "" if s["method"] != "pfedme" else (
-        ", exact prox" if s["inner"] is None else f", K = {s['inner'][0]} inner steps "
-        f"(η_p = {s['inner'][1]:.4g})")
-    lines = [f"{s['method']}{prox}: N = {s['clients']}, T = {s['rounds']}, R = "
-             f"{s['local_rounds']}, η = {s['lr']:g}, λ = {s['lam']:g}, β = {s['beta']:g}, "
-             f"μ = {s['mu']}, L = {s['L']:g}, σ² = {s['sigma_sq']:g}, Δ₀ = {s['Delta0']:g}",
+    lines = [header(s),
              *([line] if (line := _randomness(s)) else []),
-             f"metric: {res['metric']}  ({res['theorem']})"
+             metric_line(res)
              + (f", bound with δ² = {res['delta_sq']:.4g}" if res.get("delta_sq") else ""),
              _measured_line(res),
              f"  worst case ({'exact PEP' if res.get('exact', True) else 'PEP, valid upper bound'}"

@@ -3,12 +3,16 @@ the network, and only when :func:`fetch` is called — never at import, never fr
 
 For each download (the IDX ``.gz`` files, or CIFAR's ``.tar.gz`` / EMNIST's ``gzip.zip``):
 
-1. a copy already in the directory that matches its pin is kept (no download);
+1. a copy already in the directory that matches its pin is kept (no download) — the copy
+   the loader reads (``x`` before ``x.gz``); one that does not match is removed;
 2. the sources are tried in order — the ``mirrors`` given first, then the registry's
    canonical source and known mirrors (each a base URL; the file name is appended);
-3. bytes go to ``<name>.part`` beside the target; a connection that drops is resumed with an
-   HTTP ``Range`` request (the same source, while each try brings new bytes), a server that
-   ignores ``Range`` restarts the file; every socket operation has a ``timeout``;
+3. bytes go to ``<name>.part`` beside the target, created exclusively, never through a
+   link, and resumed only if this fetch wrote it (:mod:`synthetic.real_data.part_files`);
+   a connection that drops is resumed with an HTTP ``Range`` request (the same source,
+   while each try brings new bytes), a server that ignores ``Range`` restarts the file, a
+   server sending more than the pinned size is cut off; every socket operation has a
+   ``timeout``;
 4. the size and digest are checked (published MD5/SHA-256, or the SHA-256 of the
    decompressed content); a mismatch removes the bad bytes and tries the next source;
 5. the verified file is flushed to disk and renamed onto its name (``os.replace``: atomic),
@@ -27,11 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import math
 import os
 import sys
 import tarfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -39,8 +45,10 @@ from pathlib import Path
 from typing import IO
 
 from synthetic.real_data import registry
+from synthetic.real_data.part_files import (LocalFileError, commit, discard, open_part,
+                                            resumable_size)
 from synthetic.real_data.registry import DatasetEntry, PinnedFile
-from synthetic.real_data.validate import DataMismatch, check_file, find_file
+from synthetic.real_data.validate import DataMismatch, check_file, find_file, largest_size
 
 __all__ = ["DEFAULT_TIMEOUT", "FetchError", "fetch"]
 
@@ -67,6 +75,9 @@ def fetch(name: str, dest: str | Path | None = None, mirrors: Sequence[str] = ()
     from synthetic.real_data.load import _file_dir
 
     entry = registry.entry(name)
+    check_timeout(timeout)
+    for mirror in mirrors:
+        check_mirror(mirror)
     if dest is None:   # already in the home or an OS package's directory, verified
         found = find_dataset(entry.name)
         if found is not None and _all_present(entry, _file_dir(entry, found)):
@@ -84,17 +95,70 @@ def fetch(name: str, dest: str | Path | None = None, mirrors: Sequence[str] = ()
     return dest
 
 
+#: the longest socket timeout accepted (a day; ``inf`` overflows the platform's time_t)
+MAX_TIMEOUT = 86400.0
+_SCHEMES = ("http", "https", "ftp", "file")
+
+
+def check_timeout(timeout: float) -> None:
+    """A finite number of seconds in (0, :data:`MAX_TIMEOUT`] (one-line ``ValueError``)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], "
+                         f"got {timeout}")
+
+
+def check_mirror(url: str) -> None:
+    """A base URL the fetcher can use: http(s), ftp or file, a host for the network ones,
+    no credentials (urllib would not send them; the message never repeats them)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        parts = None
+    if parts is not None and (parts.username is not None or parts.password is not None):
+        host = parts.hostname or "?"
+        raise ValueError(f"--mirror {parts.scheme}://***@{host}/…: credentials in the URL "
+                         f"(user:password@) are not supported (they would not be sent); use "
+                         f"a mirror that needs none, or download the files yourself and give "
+                         f"their directory (--mirror file:///DIR/)")
+    if parts is None or parts.scheme not in _SCHEMES \
+            or (parts.scheme != "file" and not parts.hostname):
+        raise ValueError(f"--mirror {url!r}: not a base URL (expected http://HOST/PATH/, "
+                         f"https://…, ftp://… or file:///DIR/)")
+
+
 # ----------------------------------------------------------------------------- one file
+def _keep_present(dest: Path, pinned: PinnedFile) -> bool:
+    """Whether the copy the loader would read verifies; each copy that does not is removed
+    (a bad copy is replaced, never used), then the next one the loader would read is
+    tried (``x`` before ``x.gz``)."""
+    while (present := find_file(dest, pinned)) is not None:
+        try:
+            how = check_file(present, pinned)
+        except DataMismatch:
+            present.unlink()
+            continue
+        if how == _UNVERIFIED and pinned.pinned:
+            raise DataMismatch(_unverifiable(present, pinned))
+        return True
+    return False
+
+
+_UNVERIFIED = "no pinned digest"
+
+
+def _unverifiable(path: Path, pinned: PinnedFile) -> str:
+    return (f"{path}: the loader reads this decompressed copy, but only the published bytes "
+            f"of {pinned.name} are pinned, so it cannot be verified; remove it (the fetch "
+            f"then downloads {pinned.name})")
+
+
 def _ensure(entry: DatasetEntry, pinned: PinnedFile, dest: Path, bases: list[str],
             timeout: float, progress: IO[str] | None, attempts: int) -> None:
     target = dest / pinned.name
-    present = find_file(dest, pinned)
-    if present is not None:
-        try:
-            check_file(present, pinned)
-            return
-        except DataMismatch:
-            present.unlink()     # a bad copy is replaced, never used
+    if _keep_present(dest, pinned):
+        return
     part = dest / (pinned.name + ".part")
     failures: list[str] = []
     mismatches: list[str] = []
@@ -102,17 +166,19 @@ def _ensure(entry: DatasetEntry, pinned: PinnedFile, dest: Path, bases: list[str
         url = base + pinned.name
         try:
             _download(url, part, pinned, timeout, progress, attempts)
+        except LocalFileError:           # writing here failed: no other source helps
+            raise
         except _NETWORK_ERRORS as exc:   # URLError, HTTPError, timeout, reset, bad URL
             failures.append(f"{url}: {_reason(exc)}")
             continue
         try:
             check_file(part, pinned, name=pinned.name)
         except DataMismatch as exc:
-            part.unlink(missing_ok=True)
+            discard(part)
             mismatches.append(f"{' '.join(str(exc).split())} (from {url}; the bad file was "
                               f"removed)".replace(str(part), str(target)))
             continue
-        _commit(part, target)
+        commit(part, target)
         return
     if mismatches:
         raise DataMismatch("; ".join(mismatches))
@@ -125,19 +191,21 @@ def _download(url: str, part: Path, pinned: PinnedFile, timeout: float,
     ``Range``) while a try brings new bytes, at most ``attempts`` tries."""
     last: Exception | None = None
     for _ in range(max(attempts, 1)):
-        before = part.stat().st_size if part.exists() else 0
+        before = resumable_size(part)
         try:
             _one_request(url, part, pinned, timeout, progress)
             return
+        except LocalFileError:
+            raise
         except urllib.error.HTTPError as exc:
             if exc.code == 416 and before:       # "range not satisfiable": start over
-                part.unlink()
+                discard(part)
                 last = exc
                 continue
             raise
         except _NETWORK_ERRORS as exc:
             last = exc
-            now = part.stat().st_size if part.exists() else 0
+            now = resumable_size(part)
             if now <= before:                    # no progress: give up on this source
                 raise
     assert last is not None
@@ -146,7 +214,8 @@ def _download(url: str, part: Path, pinned: PinnedFile, timeout: float,
 
 def _one_request(url: str, part: Path, pinned: PinnedFile, timeout: float,
                  progress: IO[str] | None) -> None:
-    start = part.stat().st_size if part.exists() else 0
+    start = resumable_size(part)
+    limit = largest_size(pinned, pinned.name)
     headers = {"User-Agent": "pfl-theory data fetch"}
     if start:
         headers["Range"] = f"bytes={start}-"
@@ -159,32 +228,27 @@ def _one_request(url: str, part: Path, pinned: PinnedFile, timeout: float,
             start = 0
         length = resp.headers.get("Content-Length")
         expected = start + int(length) if length and length.isdigit() else None
+        if limit is not None and expected is not None and expected > limit:
+            raise ConnectionError(f"the server announces {expected} bytes, more than the "
+                                  f"{limit} the pinned file can have")
         total = expected or pinned.size
         bar = _Progress(progress, pinned.name, total, start)
         got = start
-        with open(part, "ab" if resumed else "wb") as fh:
+        with open_part(part, append=resumed) as fh:
             while True:
                 chunk = resp.read(_CHUNK)
                 if not chunk:
                     break
+                if limit is not None and got + len(chunk) > limit:
+                    raise ConnectionError(f"the server sent more than the {limit} bytes "
+                                          f"the pinned file can have")
                 fh.write(chunk)
                 got += len(chunk)
                 bar.update(got)
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.finish()
         bar.close()
     if expected is not None and got < expected:
         raise ConnectionError(f"connection closed after {got} of {expected} bytes")
-
-
-def _commit(part: Path, target: Path) -> None:
-    os.replace(part, target)
-    with contextlib.suppress(OSError):  # make the rename itself durable (POSIX)
-        fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # ----------------------------------------------------------------------------- archives
@@ -192,10 +256,10 @@ def _verified(path: Path | None, pinned: PinnedFile) -> bool:
     if path is None:
         return False
     try:
-        check_file(path, pinned)
+        how = check_file(path, pinned)
     except DataMismatch:
         return False
-    return True
+    return how != _UNVERIFIED or not pinned.pinned
 
 
 def _all_present(entry: DatasetEntry, dest: Path) -> bool:
@@ -212,16 +276,15 @@ def _extract(entry: DatasetEntry, dest: Path) -> None:
             if _verified(find_file(dest, pinned), pinned):
                 continue
             part = dest / (pinned.name + ".part")
-            with read_member(pinned.member) as src, open(part, "wb") as out:
+            with read_member(pinned.member) as src, open_part(part, append=False) as out:
                 out.writelines(iter(lambda: src.read(1 << 20), b""))
-                out.flush()
-                os.fsync(out.fileno())
+                out.finish()
             try:
                 check_file(part, pinned, name=pinned.name)
             except DataMismatch:
-                part.unlink(missing_ok=True)
+                discard(part)
                 raise
-            _commit(part, target)
+            commit(part, target)
 
 
 @contextlib.contextmanager
@@ -257,7 +320,11 @@ def _locked(dest: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    fd = os.open(dest / ".pflt-fetch.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    lock = dest / ".pflt-fetch.lock"
+    try:     # never through a link planted as the lock (O_CREAT would create its target)
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise LocalFileError(exc.errno, exc.strerror or str(exc), str(lock)) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from synthetic.real_data import registry
-from synthetic.real_data.validate import check_file, check_split, find_file
+from synthetic.real_data.validate import check_file, check_size, check_split, find_file
 
 __all__ = ["load_validated", "parse_name", "verify_directory"]
 
@@ -28,10 +28,17 @@ def load_validated(name: str, root: str | Path, subset: str = "all"
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``(X, y)`` of dataset ``name`` read from ``root``: ``subset`` ``train``, ``test`` or
     ``all`` (train then test).  Each split is checked against the pinned counts, shape,
-    dtype and label range first; :class:`DataMismatch` (one line) otherwise."""
+    dtype and label range first; :class:`DataMismatch` (one line) otherwise.  The size of
+    each file the loader will read is compared (``stat``) before it is read: a file far too
+    large (a 50 GB sparse file) is refused at once, not read into memory."""
     from synthetic import datasets
 
     entry = registry.entry(name)
+    base = _file_dir(entry, Path(root).expanduser())
+    for pinned in entry.files:
+        path = find_file(base, pinned)
+        if path is not None:
+            check_size(path, pinned, published=False)
     parts = {"train": ("train",), "test": ("test",), "all": ("train", "test")}
     if subset not in parts:
         raise ValueError(f"subset must be train, test or all, got {subset!r}")

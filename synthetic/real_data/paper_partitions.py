@@ -1,9 +1,10 @@
-"""The papers' client partitions of real data, by name (``--partition cgpfl|ppfe|plgu``).
+"""The papers' client partitions of real data, by name (``--partition cgpfl|pfedme|ppfe|plgu``).
 
 Each is a label-skew partition (:func:`synthetic.partition.label_skew_partition`) with the
 settings its paper states for the dataset; each client's samples are then split
 ``train_fraction`` / rest (default 0.75, the papers' 75/25).  ``N`` is ``--clients``:
-the papers use CGPFL N = 40, PPFE N = 100, PLGU N = 100 (CIFAR) and 20 (Tiny-ImageNet).
+the papers use CGPFL N = 40, pFedMe N = 20, PPFE N = 100, PLGU N = 100 (CIFAR) and 20
+(Tiny-ImageNet).
 
 * ``cgpfl`` — CGPFL (IJCAI 2022) §5.1 "Dataset Setup": MNIST and Fashion-MNIST: the 60,000
   *training* images; CIFAR-10: the whole 60,000; each client 3 classes of 10, size uniform
@@ -11,7 +12,15 @@ the papers use CGPFL N = 40, PPFE N = 100, PLGU N = 100 (CIFAR) and 20 (Tiny-Ima
   ``--partition label-skew --classes-per-client 2 --size-range 400 5000 --replace true``.)
   The class assignment is the cyclic ``(i + j) mod 10`` of pFedMe's generator, on which
   CGPFL's code builds.  40 clients × E[n] = 40 × 2,700 = 108,000 > 60,000, so the paper's
-  sizes cannot be drawn disjointly: samples are drawn with replacement within each class.
+  sizes cannot be drawn disjointly: each client draws its samples of a class *without*
+  replacement (no image twice in a client, hence never in both its train and test split;
+  at most 5000/3 + 1 < 6,000 per class), independently of the other clients, so an image
+  may be held by several clients.  How many: ``summary.json``'s ``partition_reuse``
+  (:mod:`synthetic.real_data.partition_overlap`).
+* ``pfedme`` — pFedMe (NeurIPS 2020) §5.1: MNIST's 70,000 images, N = 20, each client 2 of
+  the 10 labels (cyclic, pFedMe's generator), sizes uniform in [1165, 3834], 75/25; 20 ×
+  2,500 = 50,000 samples but a class's 4 holders may ask for more than its ~7,000 images,
+  so the same within-client draw as ``cgpfl``.
 * ``ppfe`` — PPFE (arXiv 2602.14244) §6.2.3 and A.2: each client S classes chosen at random,
   equal sizes n: CIFAR-10 S = 2, n = 150 (the high-heterogeneity column; S = 5 is the
   low one); CIFAR-100 S = 5, n = 400 (S = 20 low).  EMNIST Letters: S = 10, but n was lost
@@ -23,7 +32,9 @@ the papers use CGPFL N = 40, PPFE N = 100, PLGU N = 100 (CIFAR) and 20 (Tiny-Ima
   sizes filling the pool: cyclic assignment (every class held by the same number of
   clients) and n = c · min_k ⌊count_k / load_k⌋.
 
-A paper that does not use the dataset is an error naming the datasets it does use.
+Fashion-MNIST for pFedMe, PPFE and PLGU (which do not use it) is a *transfer*: the paper's
+setting for its 10-class dataset (pFedMe: MNIST; PPFE, PLGU: CIFAR-10) on FMNIST's 70,000
+images.  A paper that does not use a dataset otherwise is an error naming those it does use.
 """
 
 from __future__ import annotations
@@ -39,24 +50,30 @@ __all__ = ["PAPER_PARTITIONS", "PaperPartition", "equal_fill_size", "paper_parti
 class PaperPartition:
     """``pool``: ``"train"`` (the training split only) or ``"all"`` (train + test pooled);
     the other fields are :func:`~synthetic.partition.label_skew_partition`'s
-    (``size_range=None``: :func:`equal_fill_size`)."""
+    (``size_range=None``: :func:`equal_fill_size`; ``replace``: ``False`` (every image used
+    at most once) or ``"across-clients"`` (never twice in a client, possibly in several))."""
 
     pool: str
     classes_per_client: int
     class_assignment: str
     size_range: tuple[int, int] | None
-    replace: bool
+    replace: bool | str
 
 
 #: paper -> dataset -> its partition
+_ACROSS = "across-clients"
 _TABLE: dict[str, dict[str, PaperPartition]] = {
-    "cgpfl": {"mnist": PaperPartition("train", 3, "cyclic", (400, 5000), True),
-              "fmnist": PaperPartition("train", 3, "cyclic", (400, 5000), True),
-              "cifar10": PaperPartition("all", 3, "cyclic", (400, 5000), True)},
+    "cgpfl": {"mnist": PaperPartition("train", 3, "cyclic", (400, 5000), _ACROSS),
+              "fmnist": PaperPartition("train", 3, "cyclic", (400, 5000), _ACROSS),
+              "cifar10": PaperPartition("all", 3, "cyclic", (400, 5000), _ACROSS)},
+    "pfedme": {"mnist": PaperPartition("all", 2, "cyclic", (1165, 3834), _ACROSS),
+               "fmnist": PaperPartition("all", 2, "cyclic", (1165, 3834), _ACROSS)},
     "ppfe": {"cifar10": PaperPartition("all", 2, "random", (150, 150), False),
+             "fmnist": PaperPartition("all", 2, "random", (150, 150), False),
              "cifar100": PaperPartition("all", 5, "random", (400, 400), False),
              "emnist-letters": PaperPartition("all", 10, "random", None, False)},
     "plgu": {"cifar10": PaperPartition("all", 3, "cyclic", None, False),
+             "fmnist": PaperPartition("all", 3, "cyclic", None, False),
              "cifar100": PaperPartition("all", 10, "cyclic", None, False)},
 }
 PAPER_PARTITIONS = tuple(_TABLE)

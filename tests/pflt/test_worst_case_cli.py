@@ -108,3 +108,50 @@ def test_cgpfl_worst_case_report_and_json(capsys):
 def test_cgpfl_bad_settings_are_one_line_errors(argv, expected, capsys):
     assert expected in _err(["worst-case", "--algorithm", "cgpfl", *argv, "--no-contraction"],
                             capsys)
+
+
+def _res(ratio: float, held: bool, metric: str = "gap_avg") -> dict:
+    return {"status": "optimal", "worst_case": ratio, "bound": 1.0, "metric": metric,
+            "hypotheses": {"a": True, "b": held}, "exact": True}
+
+
+@pytest.mark.parametrize("ratio", [0.5, 1.0, 2.0])
+def test_the_outside_hypotheses_note_is_on_every_side(ratio):
+    from pflt.commands.worst_case import verdict_line
+
+    note = "(outside the theorem's hypotheses)"
+    assert note in verdict_line(_res(ratio, held=False))
+    assert note not in verdict_line(_res(ratio, held=True))
+
+
+def test_the_header_names_only_the_methods_parameters():
+    from pflt.commands.worst_case import header
+
+    s = {"method": "fedavg", "inner": None, "clients": 2, "rounds": 2, "local_rounds": 2,
+         "lr": 1.5, "lam": 15.0, "beta": 1.0, "mu": 0.1, "L": 1.0, "sigma_sq": 0.0,
+         "Delta0": 1.0}
+    fedavg = header(s)
+    assert "λ" not in fedavg and "β" not in fedavg and "μ = 0.1" in fedavg
+    pfedme = header({**s, "method": "pfedme"})
+    assert "λ = 15" in pfedme and "β = 1" in pfedme and "exact prox" in pfedme
+    nonconvex = header({**s, "method": "pfedme", "mu": None})
+    assert "None" not in nonconvex and "non-convex" in nonconvex
+
+
+@pytest.mark.parametrize("metric,words", [("gap_avg", "F(w̄_T) − F(w*)"),
+                                          ("dist", "‖w^T − w*‖²"),
+                                          ("grad_sq_avg", "‖∇F(w^t)‖²")])
+def test_the_metric_line_says_what_the_metric_measures(metric, words):
+    from pflt.commands.worst_case import metric_line
+
+    line = metric_line({**_res(1.0, True, metric), "theorem": "T"})
+    assert line.startswith(f"metric: {metric} = ") and words in line
+
+
+def test_an_option_that_does_not_apply_is_refused_before_the_heavy_imports():
+    code = ("import sys; from pflt.cli import main; "
+            "rc = main(['worst-case', '--algorithm', 'fedavg', '--lam', '3']); "
+            "print(rc, 'torch' in sys.modules, 'sympy' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stdout.split() == ["2", "False", "False"], run.stdout + run.stderr
+    assert "--lam does not apply to --algorithm fedavg" in run.stderr

@@ -85,6 +85,25 @@ def test_label_skew_paper_settings_and_replacement():
                for v, c in zip(part.ys, part.client_classes))
 
 
+def test_label_skew_across_clients_never_repeats_a_sample_inside_a_client():
+    # CGPFL's setting on a 60k pool: 108k rows requested, so samples repeat across clients
+    # but never inside one.  mutation caught: rng.choice(..., replace=True) in this branch
+    x, y = make_pool([6000] * 10)
+    kw = dict(num_clients=40, classes_per_client=3, size_range=(400, 5000), seed=0,
+              class_assignment="cyclic")
+    part = label_skew_partition(x, y, replace="across-clients", **kw)
+    idx = trace(part, x, y)
+    assert all(len(np.unique(ii)) == len(ii) for ii in idx)
+    assert sum(map(len, idx)) > len(np.unique(np.concatenate(idx)))   # reuse across clients
+    assert all(np.array_equal(np.unique(v), c) for v, c in zip(part.ys, part.client_classes))
+    # the old draw (with replacement) repeats inside clients: what the mode above excludes
+    old = trace(label_skew_partition(x, y, replace=True, **kw), x, y)
+    assert any(len(np.unique(ii)) < len(ii) for ii in old)
+    # a client asking more of a class than the class holds is a one-line error
+    with pytest.raises(ValueError, match="no sample twice in a client"):
+        label_skew_partition(*make_pool([100] * 10), replace="across-clients", **kw)
+
+
 def test_label_skew_sizes_are_uniform_on_the_range():
     x, y = make_pool([10] * 4)
     part = label_skew_partition(x, y, num_clients=3000, classes_per_client=2,

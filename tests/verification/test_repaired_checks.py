@@ -62,7 +62,9 @@ def test_table1_ordering_fails_or_cannot_decide(monkeypatch, gap, want):
 
 
 def test_stage_accuracy_fails_on_a_clear_drop(monkeypatch):
-    assert verdict("ppfe.stage_accuracy_improves") is Verdict.INCONCLUSIVE  # 0.533 → 0.518
+    # 0.174 → 0.533 → 0.528 → 0.518: the gain over stage 0 (+0.34 ± 0.09) is significant, the
+    # later steps (−0.005 ± 0.10, −0.010 ± 0.10) are inside their bands and decide nothing
+    assert verdict("ppfe.stage_accuracy_improves") is Verdict.HOLDS
     orig = ppfe_nn.trajectory
 
     def dropping(*a, **k):

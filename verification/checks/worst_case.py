@@ -18,12 +18,13 @@ from dataclasses import replace
 import numpy as np
 
 from pfl_theory import moreau, pfedme
-from verification.core.registry import Context, Outcome, check
+from verification.core.registry import Context, Outcome, Verdict, check
 from verification.worst_case import counterexample, instances
 from verification.worst_case.analysis import theorem1_setting
 from verification.worst_case import problems as P
 from verification.worst_case import quadratic_clients as qc
-from verification.worst_case.outcome import needs_pep, with_instance, worst_case_outcome
+from verification.worst_case.outcome import (needs_pep, solver_rel_tol, with_instance,
+                                             worst_case_outcome)
 
 PAPER = "pFedMe (NeurIPS 2020)"
 #: Clarabel's interior point reaches ~1e-8 relative on these SDPs; SCS agrees to 1e-4 (tested)
@@ -92,17 +93,23 @@ def thm1_inexact(ctx: Context) -> Outcome:
 
 @check("pfedme.worst_case_thm2", paper=PAPER,
        reference="Theorem 2(a), non-convex, (1/T)Σ‖∇F(w_t)‖², worst case over L-smooth f (PEP)",
-       kind="worst_case", tolerance=2e-2,
-       tolerance_reason="non-convex PEPs solve to 'optimal_inaccurate' (Clarabel and SCS "
-       "differ by ~0.2%); 2% margin",
+       kind="worst_case", tolerance=1e-9,
+       tolerance_reason="floor only: the margin is each solve's own reported accuracy "
+       "(|dual − primal|/dual, verification/worst_case/outcome.py solver_rel_tol), not a "
+       "fixed 2% that would also pass a 2% violation",
        quick={"lam": 3.0, "L": 1.0, "local_rounds": 1, "rounds": 2},
        full={"lam": 3.0, "L": 1.0, "local_rounds": 2, "rounds": 3})
 @needs_pep
 def thm2(ctx: Context) -> Outcome:
     """Homogeneous (σ_f = 0: identical clients, so one function), exact prox, η = η̂₂/(βR),
-    β = 1, λ = √(8L²+1) (the smallest allowed): worst (1/T)Σ_t‖∇F(w_t)‖² over
-    F(w⁰) − F(w_T) ≤ Δ_F = 1 (a relaxation of F(w⁰) − F* ≤ Δ_F: an upper bound of the
-    theorem's worst case) against Δ_F/(η̂₂T) (the other terms vanish)."""
+    β = 1, λ = √(8L²+1) (the smallest allowed), against Δ_F/(η̂₂T) (the other terms vanish).
+    Two PEPs: the relaxed class F(w⁰) − F(w_T) ≤ Δ_F = 1 (the engine's instance, an
+    indefinite quadratic with F* = −∞, lies in it: measured ≤ its worst case is the engine
+    check), and Theorem 2's F(w⁰) − F* ≤ Δ_F through an F* below every value the method
+    evaluates (personal points included; still a relaxation of the theorem's class: a valid
+    upper bound of its worst case).  The verdict compares the relaxed worst case with the
+    bound at the solver's reported accuracy; when only that relaxation is above the bound
+    (undecided), the tighter PEP decides."""
     p = ctx.params
     lam, L, R, T = p["lam"], p["L"], p["local_rounds"], p["rounds"]
     eta = pfedme.local_step_bound(eta_hat=pfedme.eta_hat_2(lam=lam, L=L), beta=1.0, R=R)
@@ -112,12 +119,32 @@ def thm2(ctx: Context) -> Outcome:
     bound = pfedme.theorem2a(T=T, R=R, N=1, beta=1.0, lam=lam, L=L, delta_sq=0.0,
                              sigma_F2_sq=0.0, Delta_F=1.0).total * p.get("mutate_bound", 1.0)
     meas = instances.measured(replace(s, clients=2), "grad_sq_avg", seed=ctx.seed)
-    return worst_case_outcome(
-        measured=meas, worst=solved.value, bound=bound, exact=False, rel_tol=ctx.tolerance,
-        detail=(f"λ = {lam}, L = {L}, R = {R}, T = {T}, η = η̂₂/R = {eta:.3g}; solver "
-                f"{solved.solver} status {solved.status} ({solved.seconds:.2f} s); the bound's "
-                f"1/η̂₂ = 75λ³ against the exact step: the worst case ≈ Δ_F/(ηRT)"),
-        extra={"eta": eta, "status": solved.status, "seconds": solved.seconds})
+    tol = max(ctx.tolerance, solver_rel_tol(solved))
+    detail = (f"λ = {lam}, L = {L}, R = {R}, T = {T}, η = η̂₂/R = {eta:.3g}; solver "
+              f"{solved.solver} status {solved.status} ({solved.seconds:.2f} s), reported "
+              f"accuracy {tol:.2g} (dual {solved.value:.8g}, primal {solved.primal:.8g}); the "
+              f"bound's 1/η̂₂ = 75λ³ against the exact step: the relaxed worst case ≈ "
+              f"Δ_F/(ηRT)")
+    out = worst_case_outcome(measured=meas, worst=solved.value, bound=bound, exact=False,
+                             rel_tol=tol, detail=detail,
+                             extra={"eta": eta, "status": solved.status,
+                                    "seconds": solved.seconds, "solver_rel_tol": tol})
+    if out.verdict is not Verdict.INCONCLUSIVE:
+        return out
+    tight = P.federated(replace(s, lower_value=True), "grad_sq_avg")
+    t_tol = max(ctx.tolerance, solver_rel_tol(tight))
+    holds = tight.value <= bound * (1.0 + t_tol)
+    note = (f"relaxed worst case {solved.value:.6g} above the bound {bound:.6g} by "
+            f"{solved.value / bound - 1:.2%} beyond the solver's accuracy {tol:.2g}: undecided "
+            f"there; with F* below every evaluated value (Theorem 2's F(w⁰) − F* ≤ Δ_F, "
+            f"still a relaxation: a valid upper bound) the worst case is {tight.value:.6g} "
+            f"(accuracy {t_tol:.2g}) {'<=' if holds else '>'} bound {bound:.6g}: "
+            f"{'HOLDS' if holds else 'undecided'} (bound/worst {bound / tight.value:.3g})")
+    return replace(out, holds=holds, verdict=None if holds else Verdict.INCONCLUSIVE,
+                   measured=tight.value, tightness=bound / tight.value,
+                   detail=f"{out.detail}; {note}",
+                   extra={**out.extra, "worst_case_lower_value": tight.value,
+                          "worst_case_relaxed": solved.value, "solver_rel_tol_tight": t_tol})
 
 
 @check("pfedme.worst_case_thm2_heterogeneous", paper=PAPER,

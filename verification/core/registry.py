@@ -202,6 +202,18 @@ class Check:
     quick: dict[str, Any] = field(default_factory=dict)
     full: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    #: the canonical id of ``paper`` (verification/core/papers.py); filled in when not given
+    paper_id: str = ""
+    #: the paper string as the check was declared with (``paper`` is the display name)
+    cited: str = ""
+
+    def __post_init__(self) -> None:
+        from verification.core.papers import paper_id
+
+        if not self.paper_id:
+            object.__setattr__(self, "paper_id", paper_id(self.paper))
+        if not self.cited:
+            object.__setattr__(self, "cited", self.paper)
 
 
 @dataclass(frozen=True)
@@ -240,8 +252,8 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         c = self.check
         out = {
-            "id": c.id, "paper": c.paper, "reference": c.reference, "kind": c.kind,
-            "reconstructed": c.reconstructed, "tolerance": c.tolerance,
+            "id": c.id, "paper": c.paper, "paper_id": c.paper_id, "reference": c.reference,
+            "kind": c.kind, "reconstructed": c.reconstructed, "tolerance": c.tolerance,
             "tolerance_reason": c.tolerance_reason, "verdict": self.verdict.value,
             "measured": _jsonable(self.measured), "theoretical": _jsonable(self.theoretical),
             "detail": self.detail, "seconds": round(self.seconds, 4), "seed": self.seed,
@@ -334,7 +346,12 @@ def check(
     tolerance_reason: str = "", reconstructed: bool = False,
     quick: dict[str, Any] | None = None, full: dict[str, Any] | None = None,
 ) -> Callable[[Callable[[Context], Outcome]], Callable[[Context], Outcome]]:
-    """Register ``fn`` as a check (decorator). Ids are unique, dotted ``paper.name``."""
+    """Register ``fn`` as a check (decorator). Ids are unique, dotted ``paper.name``.
+    ``paper`` is an id of :data:`verification.core.papers.PAPERS` or a string it maps
+    (``CITED``); the check's ``paper`` becomes the table's display name, ``paper_id`` the
+    id and ``cited`` the string as given (an unknown string stays as it is)."""
+    from verification.core.papers import display_name, paper_id
+
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if tolerance is not None and not tolerance_reason:
@@ -345,10 +362,11 @@ def check(
         if clash is not None:
             raise clash
         _REGISTRY[check_id] = Check(
-            id=check_id, paper=paper, reference=reference, kind=kind, fn=fn,
+            id=check_id, paper=display_name(paper), reference=reference, kind=kind, fn=fn,
             tolerance=tolerance, tolerance_reason=tolerance_reason,
             reconstructed=reconstructed, quick=dict(quick or {}),
             full=dict(full or quick or {}), description=(fn.__doc__ or "").strip(),
+            paper_id=paper_id(paper), cited=paper,
         )
         return fn
 

@@ -73,9 +73,10 @@ def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, An
             d["figures"] = [_relative(f, out_dir) for f in r.figures]
             per_seed.append(d)
         checks.append({
-            "id": c.id, "paper": c.paper, "reference": c.reference, "kind": c.kind,
-            "reconstructed": c.reconstructed, "tolerance": c.tolerance,
-            "tolerance_reason": c.tolerance_reason, "description": c.description,
+            "id": c.id, "paper": c.paper, "paper_id": c.paper_id, "cited": c.cited,
+            "reference": c.reference, "kind": c.kind, "reconstructed": c.reconstructed,
+            "tolerance": c.tolerance, "tolerance_reason": c.tolerance_reason,
+            "description": c.description,
             "verdict": run.verdict.value, "seeds_holding": run.seeds_holding,
             "n_seeds": len(run.results), "seconds": round(run.seconds, 4),
             "figures": _figures(run, out_dir), "results": per_seed,

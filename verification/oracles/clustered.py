@@ -152,12 +152,12 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
     ``select_round`` K̂ and its labels from :func:`pfl_theory.cgpfl.select_k` on the uploads
     ω̃_{i,R} (or θ̃_i with ``select_on="personalized"``), the contexts entering step
     4 are the means of the members' old context models (Ω^t J^t P^{t+1}); in the other
-    rounds the labels are k-means (:func:`pfl_theory.kmeans.kmeans`) matched to Ω^t
-    (:func:`pfl_theory.kmeans.align_result`).  Shared reading: the clustering solver and its
-    seeds are the engine's (the paper leaves them open).  Step 4 per context k with members
+    rounds the labels are k-means matched to Ω^t.  The clustering is the oracle's own
+    (:mod:`verification.oracles.kmeans_plain`: plain k-means++ and Lloyd, brute-force
+    matching, its own e(K)); shared reading: the seeds and the documented rules of the
+    engine's solver (the paper leaves them open), not its code.  Step 4 per context k with members
     C_k: ω_k ← (1 − α) ω_k + α mean_{i∈C_k} ω̃_{i,R}; an empty context keeps its model."""
-    from pfl_theory.cgpfl import RELATIVE_MU, select_k
-    from pfl_theory.kmeans import align_result, kmeans
+    from verification.oracles.kmeans_plain import aligned, plain_kmeans, plain_select_k
 
     state = alg.init(fed, model, seed)
     n = fed.num_clients
@@ -188,18 +188,18 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
             k_max = min(alg.k_max or max(1, n // 2), n)
             chosen = flat if alg.select_on == "uploads" else \
                 torch.stack([o.flat(th) for th in thetas])
-            sel = select_k(chosen.numpy(), mu=alg.mu or RELATIVE_MU,
-                           m=fed.train.counts.double().numpy(), k_max=k_max,
-                           restarts=alg.kmeans_restarts, seed=seed % 2**31)
-            new_labels = [int(v) for v in sel.clusterings[sel.k_hat - 1].labels]
-            k_new = sel.k_hat
+            k_new, sel = plain_select_k(chosen.numpy(), mu=alg.mu or "relative",
+                                 sizes=fed.train.counts.double().numpy(), k_max=k_max,
+                                 restarts=alg.kmeans_restarts, seed=seed % 2**31)
+            new_labels = [int(v) for v in sel]
             prev = [o.mean([omega[labels[i]] for i in range(n) if new_labels[i] == j])
                     for j in range(k_new)]
         else:
-            centres = torch.stack([o.flat(w) for w in omega])
-            res = align_result(kmeans(flat, len(omega), restarts=alg.kmeans_restarts,
-                                      seed=seed % 2**32), centres)
-            new_labels, k_new, prev = [int(v) for v in res.labels], len(omega), omega
+            centres = torch.stack([o.flat(w) for w in omega]).numpy()
+            lab, cen, _ = plain_kmeans(flat.numpy(), len(omega), restarts=alg.kmeans_restarts,
+                                       seed=seed % 2**32)
+            new_labels = [int(v) for v in aligned(lab, cen, centres)]
+            k_new, prev = len(omega), omega
         omega = []
         for j in range(k_new):
             members = [locals_[i] for i in range(n) if new_labels[i] == j]

@@ -141,3 +141,51 @@ def test_flower_sim_refuses_a_changed_label_byte(fake, fakes, tmp_path, capsys):
     assert main(["flower-sim", "--data", f"fmnist:{d}", "--clients", "3", "--partition", "iid",
                  "--rounds", "1", "--out", str(tmp_path / "f")]) == 2
     assert "expected 6 samples of class 0, found 7" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("value, shown", [("inf", "inf"), ("nan", "nan"), ("-1", "-1.0"),
+                                          ("1e300", "1e+300")])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_one_line(tmp_path, capsys, value,
+                                                                 shown):
+    # mutation caught: only `timeout <= 0` refused (inf -> "timestamp out of range for
+    # platform time_t" from the socket, nan accepted)
+    out = tmp_path / "d"
+    assert main(["data", "fetch", "fmnist", "--dir", str(out), "--timeout", value]) == 2
+    assert _one_line_error(capsys).endswith(f"--timeout must be a number of seconds in "
+                                            f"(0, 86400], got {shown}")
+    assert not out.exists()
+
+
+def test_credentials_in_a_mirror_are_named_and_never_echoed(tmp_path, capsys):
+    # mutation caught: the URL tried as a source ("nonnumeric port: 'pass@host'", a
+    # DNS-looking error) and the password printed back
+    assert main(["data", "fetch", "fmnist", "--dir", str(tmp_path / "d"), "--mirror",
+                 "https://alice:s3cret@mirror.example/fm/"]) == 2
+    err = _one_line_error(capsys)
+    assert "credentials in the URL" in err and "s3cret" not in err and "alice" not in err
+    assert main(["data", "fetch", "fmnist", "--dir", str(tmp_path / "d"), "--mirror",
+                 "mirror.example/fm"]) == 2
+    assert "not a base URL" in _one_line_error(capsys)
+
+
+def test_an_unverifiable_plain_copy_is_not_called_verified(tmp_path, fakes, http_server,
+                                                           capsys):
+    # mutation caught: a decompressed copy "verified" on its size alone when only the
+    # published .gz bytes are pinned (MNIST's pins): the loader would read it unchecked
+    import dataclasses
+
+    files = fakes.fake_idx_files()
+    fakes.serve(http_server, "m", files)
+    entry = fakes.fake_entry("mnist", files, urls=[http_server.url("m")])
+    entry = dataclasses.replace(entry, files=tuple(
+        dataclasses.replace(p, content_size=len(gzip.decompress(files[p.name])))
+        for p in entry.files))
+    d = fakes.write_files(tmp_path / "d", files)
+    raw = bytearray(gzip.decompress(files["train-images-idx3-ubyte.gz"]))
+    raw[-1] ^= 1                                   # same size, one pixel changed
+    (d / "train-images-idx3-ubyte").write_bytes(bytes(raw))
+    with registry.override({"mnist": entry}):
+        assert main(["data", "fetch", "mnist", "--dir", str(d), "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert f"{d / 'train-images-idx3-ubyte'}: the loader reads this decompressed copy" in err
+    assert (d / "train-images-idx3-ubyte").read_bytes() == bytes(raw)   # not deleted

@@ -13,9 +13,16 @@ from synthetic.sources import DataSpec, build_federation
 
 @pytest.mark.parametrize("paper, data, pool, c, assign, size, replace", [
     # CGPFL §5.1: 60,000 training images of (F)MNIST, whole CIFAR-10; 3 of 10; [400, 5000]
-    ("cgpfl", "mnist", "train", 3, "cyclic", (400, 5000), True),
-    ("cgpfl", "fmnist", "train", 3, "cyclic", (400, 5000), True),
-    ("cgpfl", "cifar10", "all", 3, "cyclic", (400, 5000), True),
+    # (no image twice in a client; 108k rows from 60k images force reuse across clients)
+    ("cgpfl", "mnist", "train", 3, "cyclic", (400, 5000), "across-clients"),
+    ("cgpfl", "fmnist", "train", 3, "cyclic", (400, 5000), "across-clients"),
+    ("cgpfl", "cifar10", "all", 3, "cyclic", (400, 5000), "across-clients"),
+    # pFedMe §5.1: MNIST's 70,000, N = 20, 2 of 10 labels, [1165, 3834]
+    ("pfedme", "mnist", "all", 2, "cyclic", (1165, 3834), "across-clients"),
+    # FMNIST transfers: the paper's 10-class setting
+    ("pfedme", "fmnist", "all", 2, "cyclic", (1165, 3834), "across-clients"),
+    ("ppfe", "fmnist", "all", 2, "random", (150, 150), False),
+    ("plgu", "fmnist", "all", 3, "cyclic", None, False),
     # PPFE §6.2.3: CIFAR-10 S = 2, 150 per client; CIFAR-100 S = 5, 400 per client
     ("ppfe", "cifar10", "all", 2, "random", (150, 150), False),
     ("ppfe", "cifar100", "all", 5, "random", (400, 400), False),
@@ -57,8 +64,9 @@ def _client_classes(fed, i):
 def test_cgpfl_draws_from_the_training_split_only(tmp_path, fakes):
     # the test images are all 255 (pixel 1.0); training pixels are <= 200.
     # mutation caught: pool "all" (test images in the clients), 2 classes, sizes off-range
-    files = fakes.fake_idx_files(test_pixel=255)
-    entry = fakes.fake_entry("fmnist", files)
+    # 1,700 per class: a client takes up to 5000/3 + 1 of a class, never one image twice
+    files = fakes.fake_idx_files(n_train=17000, test_pixel=255)
+    entry = fakes.fake_entry("fmnist", files, n_train=17000)
     fakes.write_files(tmp_path, files)
     with registry.override({"fmnist": entry}):
         fed = build_federation(DataSpec(data=f"fmnist:{tmp_path}", num_clients=5,

@@ -103,3 +103,23 @@ def test_heterogeneous_theorem2_holds_and_a_smaller_bound_fails():
     assert res.extra["sigma_F2_sq"] > 0 and res.extra["terms"]["drift"] > 0
     # 10% off the bound puts the engine's own run above it: refuted on an instance
     assert _run("pfedme.worst_case_thm2_heterogeneous", mutate_bound=0.9).verdict is Verdict.FAILS
+
+
+def test_thm2_margin_is_the_solvers_reported_accuracy_not_two_percent():
+    from verification.worst_case.outcome import solver_rel_tol
+
+    res = _run("pfedme.worst_case_thm2")
+    ex = res.extra
+    # the relaxed PEP's worst case is 0.04% above the bound: inside a fixed 2% margin, but far
+    # beyond the solver's own accuracy, so that PEP alone leaves it undecided ...
+    assert ex["worst_case_relaxed"] > ex["bound"] * (1 + 10 * ex["solver_rel_tol"])
+    assert ex["solver_rel_tol"] < 1e-4 and "undecided there" in res.detail
+    # ... and Theorem 2's own class (F* below every evaluated value) decides: 170x below
+    assert res.verdict is Verdict.HOLDS and ex["worst_case_lower_value"] < ex["bound"] / 100
+    # a bound below the tighter worst case is no longer a HOLDS
+    assert _run("pfedme.worst_case_thm2", mutate_bound=0.005).verdict is not Verdict.HOLDS
+
+    class Solved:  # dual 100, primal 99: the solver vouches for 1% only
+        value, primal = 100.0, 99.0
+    assert solver_rel_tol(Solved()) == pytest.approx(0.01)
+    assert solver_rel_tol() == 1e-9

@@ -39,3 +39,16 @@ def test_a_changed_step_fails(verdict, monkeypatch, name):
     owner, attr, wrap = MUTATIONS[name]
     monkeypatch.setattr(owner, attr, wrap(getattr(owner, attr)))
     assert verdict(name, CHECKS[name]) == "FAILS"
+
+
+@pytest.mark.parametrize("name", ["cgpfl", "cgpfl-heur"])
+def test_a_defect_in_the_engines_clustering_code_fails_the_oracle(verdict, monkeypatch, name):
+    # the oracles cluster with verification/oracles/kmeans_plain.py (issue 41): a context that
+    # loses its identity across rounds inside pfl_theory.kmeans (no matching of the new centres
+    # to the old ones) now flips the check — it did not while the oracle called the same code
+    import numpy as np
+
+    import pfl_theory.kmeans as km
+
+    monkeypatch.setattr(km, "match_clusters", lambda old, new: np.arange(len(np.asarray(old))))
+    assert verdict(name, CHECKS[name] if name == "cgpfl-heur" else None) == "FAILS"

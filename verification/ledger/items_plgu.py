@@ -128,19 +128,19 @@ ITEMS = table("plgu", (
      "Rademacher terms", _THM3, _LEMMA),
     ("Lemma 9", "App. C.2", "T", "descriptor class Rademacher bound", _THM3, _LEMMA),
     ("Lemma 10", "App. C.2", "T", "hypernetwork classes (plain and adversarial)", _THM3, _LEMMA),
-    ("Table 5", "App. D", "E", "datasets and networks: ResNet-18 (CIFAR), WRN-28-10 / ResNet-50 "
+    ("Table 5", "App. D.1", "E", "datasets and networks: ResNet-18 (CIFAR), WRN-28-10 / ResNet-50 "
      "(Tiny-ImageNet)", "t:tests/algorithms/test_models_resnet.py",
      "ResNet-18 exists; WRN-28-10, ResNet-50-GN and the Tiny-ImageNet loader do not "
      "(issue 42 item 5)"),
-    _table_row("Table 6", "App. D", "global-model accuracy at 5 / 20 / 50 labels (CIFAR-10, "
+    _table_row("Table 6", "App. E.1", "global-model accuracy at 5 / 20 / 50 labels (CIFAR-10, "
                "CIFAR-100, Tiny-ImageNet)", _NO_TABLE),
-    _table_row("Table 7", "App. D", "personalized-model accuracy at 5 / 20 / 50 labels",
+    _table_row("Table 7", "App. E.1", "personalized-model accuracy at 5 / 20 / 50 labels",
                _NO_TABLE),
-    _table_row("Table 8", "App. D", "personalized-model accuracy at 8 / 50 / 100 labels",
+    _table_row("Table 8", "App. E.1", "personalized-model accuracy at 8 / 50 / 100 labels",
                _NO_TABLE),
-    _table_row("Table 9", "App. D", "personalized-model accuracy at 8 / 20 / 40 labels",
+    _table_row("Table 9", "App. E.1", "personalized-model accuracy at 8 / 20 / 40 labels",
                _NO_TABLE),
-    ("Fig. 9", "App. D", "A", "the hypernetwork architecture of PLGU-GHN",
+    ("Fig. 9", "App. D.3", "A", "the hypernetwork architecture of PLGU-GHN",
      "c:pfedhn.engine_equals_oracle", "the toolkit's hypernetwork is pFedHN's; the figure's "
      "exact widths are not checked"),
     ("Fig. 10", "App. E", "E", "further performance curves on CIFAR-100", "",

@@ -96,31 +96,31 @@ ITEMS = table("ppfe", (
      "c:ppfe.stage_accuracy_improves", _ABLATION),
     ("Table 5", "§6.3.3", "E", "no progression (WP) / no reweighting (WPW) against PPFE",
      "c:ppfe.stage_accuracy_improves", _ABLATION),
-    ("Table 6", "App. A.3", "E", "SVD against structured sparsification: comparable", "",
+    ("Table 6", "App. B", "E", "SVD against structured sparsification: comparable", "",
      "no entry: the sparse-mask variant is not implemented (issue 42 item 4)"),
-    ("Definition 1", "App. C", "T", "ε-cover and covering number N(F, ε)", "f:C.5.5",
+    ("Definition 1", "App. C.1", "T", "ε-cover and covering number N(F, ε)", "f:C.5.5",
      "a definition: no check states it apart"),
-    ("Lemma 3", "App. C", "T", "uniform convergence through covers (from Mohri et al.)",
+    ("Lemma 3", "App. C.1", "T", "uniform convergence through covers (from Mohri et al.)",
      "f:C.5.5", "a cited standard result; used through Lemma 8 and eqs. (26)–(27)"),
-    ("Lemma 4", "App. C", "T", "covering number of fully-connected DNNs: "
+    ("Lemma 4", "App. C.2", "T", "covering number of fully-connected DNNs: "
      "log N(F, ε) ≤ P log(1 + ⌈MΛ/ε⌉), |f − f'| ≤ Λη", "c:ppfe.lemma4_perturbation "
      "c:ppfe.bound_lemma4_covering c:ppfe.bound_lemma4_perturbation c:ppfe.transcription_lemma4 "
      "f:C.5.6"),
-    ("Lemma 5", "App. C", "T", "compositional cover N(G∘F, ε_g + L_g ε_f) ≤ N(G, ε_g) N(F, ε_f)",
+    ("Lemma 5", "App. C.2", "T", "compositional cover N(G∘F, ε_g + L_g ε_f) ≤ N(G, ε_g) N(F, ε_f)",
      "c:ppfe.lemma5_composition c:ppfe.transcription_lemma5 f:C.5.7"),
-    ("Lemma 6", "App. C", "T", "covering number of T-stage ensembles (eqs. 21–22)",
+    ("Lemma 6", "App. C.2", "T", "covering number of T-stage ensembles (eqs. 21–22)",
      "c:ppfe.lemma6_product_cover c:ppfe.bound_lemma6_perturbation c:ppfe.transcription_lemma6 "
      "c:ppfe.transcription_lemma6_allocation f:C.5.8"),
-    ("Theorem 7", "App. C", "T", "formal generalization bound of Algorithm 1 (eq. 24)", _THM7),
-    ("eqs. (26)–(27)", "App. C", "T", "union bound: excess ≤ inf_ε 2L_ℓ ε + "
+    ("Theorem 7", "App. C.3", "T", "formal generalization bound of Algorithm 1 (eq. 24)", _THM7),
+    ("eqs. (26)–(27)", "App. C.3", "T", "union bound: excess ≤ inf_ε 2L_ℓ ε + "
      "B√((log N(ε) + log(2/δ))/(2N n̄))", "c:ppfe.transcription_union_bound "
      "c:ppfe.bound_theorem7_union f:C.5.9"),
-    ("Lemma 8", "App. C", "T", "pointwise concentration |L̂ − E L̂| ≤ B√(log(2/δ)/(2N n̄))",
+    ("Lemma 8", "App. C.3", "T", "pointwise concentration |L̂ − E L̂| ≤ B√(log(2/δ)/(2N n̄))",
      "c:ppfe.lemma8_mcdiarmid c:ppfe.bound_lemma8_quantile c:ppfe.bound_lemma8_envelope "
      "c:ppfe.transcription_lemma8 f:C.5.9"),
-    ("Lemma 9", "App. C", "T", "minimiser of a x + √(b log(c/x)) on (0, c] (eq. 28)",
+    ("Lemma 9", "App. C.3", "T", "minimiser of a x + √(b log(c/x)) on (0, c] (eq. 28)",
      "c:ppfe.lemma9_minimiser c:ppfe.transcription_lemma9 c:ppfe.transcription_lemma9_asymptotic "
      "f:C.5.10"),
-    ("Corollary 2", "App. C", "T", "formal (eqs. 29–30): widths w γ_w^t, S_T(γ_w) = "
+    ("Corollary 2", "App. C.3", "T", "formal (eqs. 29–30): widths w γ_w^t, S_T(γ_w) = "
      "Σ t γ_w^{2t}", _COR2),
 ))

@@ -20,21 +20,10 @@ OUT_NAME = "real_data_status.md"
 
 
 def _status(rep, column, rows) -> str:
-    from verification.experiments.reproduction import cells
+    from verification.experiments.reproduction_status import column_coverage
 
-    mine = [r for r in rows if (r.get("column") or r["model"]) == column.key
-            and r.get("status", "ok") == "ok"]
-    if not mine:
-        return "not run here"
-    wanted = {c.row.label for c in cells(rep, seeds=[0], columns=[column.key])}
-    have = {r["method"] for r in mine}
-    seeds = sorted({int(r["seed"]) for r in mine})
-    rounds = sorted({int(r["rounds"]) for r in mine if r.get("rounds")})
-    paper_t = column.rounds or rep.rounds
-    what = (f"{len(have & wanted)}/{len(wanted)} methods, seeds {','.join(map(str, seeds))}, "
-            f"T = {','.join(map(str, rounds))}" + ("" if rounds == [paper_t] else
-                                                     f" (paper T = {paper_t})"))
-    return ("measured: " if wanted <= have else "partial: ") + what
+    cov = column_coverage(rep, column, rows)
+    return cov.describe() if cov.state == "not run" else f"{cov.state}: {cov.describe()}"
 
 
 def table(results_dir=RESULTS) -> str:

@@ -8,7 +8,9 @@ Examples::
 
 The default size is **full** (each check's ``full`` parameters); ``--quick`` uses each
 check's ``quick`` parameters (well under 10 s per check). Outputs go to ``--out``
-(default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the files the
+(default ``verify_out``): ``report.md`` (summary, the checks that need attention, one line
+per check that holds), ``details.md`` (the values of the checks that hold, the tolerances),
+``results.json`` and ``figures/`` (what the checks draw, where they draw); the files the
 previous ``pflt verify`` wrote there are replaced, anything else in ``--out`` is left alone
 (nothing is written through a symbolic link; ``--out`` is locked while the checks run;
 everything is written aside first, so an error or a full disk leaves the previous outputs
@@ -20,7 +22,9 @@ trivial bound; NOT RUN: an optional dependency is missing, counted apart with it
 ``pflt verify --quick --fail-on FAILS,ERROR``), 2 for a usage error. With ``--list``, exit 1 if a check module fails to import.  The table
 ends with the sensitivity line: the median factor on the theoretical side that would flip a
 check's verdict, for the claims against measurements and, apart, for the identity checks
-(code equals our reading of the papers); FAILS and ERRATUM are left out of it.
+(code equals our reading of the papers); FAILS and ERRATUM are left out of it.  The table's
+``sens.`` column is that factor for a check that holds; ``off by`` is how far a FAILS or
+ERRATUM is from holding.
 """
 
 from __future__ import annotations
@@ -86,7 +90,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.add_argument("--wide", action="store_true",
                    help="print the table with one line per check, however long its values "
-                   "(default: long values wrap within their column; nothing is cut)")
+                   "(default: the table fits the terminal's width; a long value wraps onto "
+                   "two lines and is cut there with '…' — report.md, details.md and "
+                   "results.json hold it whole)")
     add_device_option(p)
     p.set_defaults(func=with_device(run))
 
@@ -124,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     from pflt.out_lock import check_out_dir, out_lock
     from pflt.staged_out import staged
     from verification.core import runner
+    import shutil
+
     from verification.core.report import CONSOLE_CELL, format_table
 
     set_torch_threads_when_imported()   # only a check that needs torch imports it
@@ -149,8 +157,9 @@ def run(args: argparse.Namespace) -> int:
         suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
                                       seeds=args.seeds, out_dir=stage,
                                       progress=not args.no_progress, echo=False)
-    print(format_table(suite, width=None if args.wide else CONSOLE_CELL))
-    print(f"wrote {out / 'report.md'} and {out / 'results.json'}")
+    print(format_table(suite, width=None if args.wide else CONSOLE_CELL,
+                       terminal=shutil.get_terminal_size((120, 24)).columns))
+    print(f"wrote {out / 'report.md'}, {out / 'details.md'} and {out / 'results.json'}")
     listed = frozenset().union(*args.fail_on) if args.fail_on else frozenset()
     hit = sorted({run.verdict.value for run in suite.runs} & listed)
     if hit:

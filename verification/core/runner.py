@@ -280,7 +280,7 @@ def clear_previous(out_dir: Path) -> None:
             path.unlink()
             with contextlib.suppress(OSError):
                 _remove_empty(path.parent, stop=out_dir / "figures")
-    for name in ("results.json", "report.md"):
+    for name in ("results.json", "report.md", "details.md"):
         if not (out_dir / name).is_symlink():
             (out_dir / name).unlink(missing_ok=True)
 
@@ -312,5 +312,6 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
     write_outputs(suite, out_dir)
     if echo:
         print(format_table(suite, width=None) if wide else format_table(suite))
-        print(f"wrote {out_dir / 'report.md'} and {out_dir / 'results.json'}")
+        print(f"wrote {out_dir / 'report.md'}, {out_dir / 'details.md'} and "
+              f"{out_dir / 'results.json'}")
     return suite

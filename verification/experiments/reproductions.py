@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from verification.experiments.reproduction import Column, Reproduction, Row
 from verification.experiments.reproductions_others import OTHERS
+from verification.experiments.reproductions_transfer import TRANSFERS
 
 LR = 0.005
 _ALL = dict(local_rounds=10, clients_per_round=40)   # N = 40, every client each round
@@ -210,7 +211,8 @@ CGPFL_TABLE1_FMNIST_LR_GRID = Reproduction(
 
 REPRODUCTIONS = {r.name: r for r in (CGPFL_TABLE1_FMNIST, CGPFL_TABLE1_FMNIST_LR_GRID,
                                      CGPFL_TABLE1_MNIST, CGPFL_TABLE1_CIFAR10,
-                                     CGPFL_TABLE2_LAMBDA, CGPFL_FIG2_FMNIST, *OTHERS)}
+                                     CGPFL_TABLE2_LAMBDA, CGPFL_FIG2_FMNIST, *OTHERS,
+                                     *TRANSFERS)}
 
 
 def get_reproduction(name: str) -> Reproduction:

@@ -13,6 +13,7 @@ not this).  It is written from a ``pflt verify`` results.json, whose checks carr
 ``cpu_seconds`` since the cost table exists:
 
     python -m verification.core.check_costs runs/verify/results.json     # merges its size
+    python -m verification.core.check_costs OUT/partial/progress.jsonl   # an unfinished run
 
 A check never measured at a size has no entry: the estimate counts it apart ("N checks not
 measured") instead of guessing.
@@ -98,12 +99,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m verification.core.check_costs",
                                  description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", type=Path, nargs="+", help="pflt verify results.json files")
+    ap.add_argument("results", type=Path, nargs="+",
+                    help="pflt verify results.json files (or OUT/partial/progress.jsonl)")
     ap.add_argument("--conditions", default=None, help="how and where they were measured")
     args = ap.parse_args(argv)
     table = load()
     for path in args.results:
-        table, n = merge(json.loads(path.read_text(encoding="utf-8")), table)
+        if path.suffix == ".jsonl":     # the finished checks of a run still going or stopped
+            recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()
+                    if x.strip().endswith("}")]
+            sizes = {r["size"] for r in recs}
+            results = {"size": sizes.pop() if len(sizes) == 1 else None,
+                       "checks": [r["entry"] for r in recs]}
+        else:
+            results = json.loads(path.read_text(encoding="utf-8"))
+        table, n = merge(results, table)
         print(f"{path}: {n} check cost(s)")
     if args.conditions:
         table["conditions"] = args.conditions

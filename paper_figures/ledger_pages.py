@@ -13,7 +13,8 @@ page                        content
 
 The statuses read ``docs/results/verify_quick.json`` (the verify digest) and the reproduction
 CSVs in ``paper_figures/results/``; the pages name both.  ``python -m paper_figures.ledger_pages``
-rewrites the pages; ``--check`` exits 1 when a page differs (a test runs it).  The README's
+rewrites the pages (so does ``python -m paper_figures.docs_pages``, with the other generated
+pages); ``--check`` exits 1 when a page differs (a test runs it).  The README's
 ``coverage`` block is :func:`coverage_block` (:mod:`paper_figures.readme_blocks`).
 """
 

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from algorithms.engine.base import State
 from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.engine.checkpoint import save_checkpoint
+from algorithms.engine.contract import client_chunks
 from algorithms.engine.evaluation import evaluate_models, evaluated_models, model_for, summarize
 # read_history and HISTORY_LINES live with the other readers of a run directory (no torch:
 # pflt compare reads histories without importing the engine); named here as before
@@ -314,7 +315,7 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
         history: History | None = None, train_loss: bool = True,
         config: dict[str, Any] | None = None, checkpoint_every: int | None = None,
         on_round: Callable[[State], None] | None = None, overwrite: bool = False,
-        threads: int | None = None) -> RunResult:
+        threads: int | None = None, client_chunk: int | None = None) -> RunResult:
     """Run until round ``rounds`` (continuing from ``state``/``history`` when given).
 
     Threads: the rounds run at ``threads`` torch threads if given, else ``PFLT_THREADS``,
@@ -323,6 +324,10 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
     on a shared 2-core machine, measured in :mod:`pfl_theory.threads`); torch's previous
     setting is restored when the run returns.  Pass ``threads=torch.get_num_threads()`` to
     keep your own setting.
+
+    ``client_chunk=k`` trains a round's clients ``k`` at a time (peak memory of training
+    grows with ``k``, not with N; the same numbers: :func:`algorithms.engine.contract.client_chunks`;
+    :func:`algorithms.engine.chunks.chunk_for_budget` sizes it from a memory budget).
 
     ``checkpoint_every=k`` writes ``out_dir/checkpoint.pt`` atomically every ``k`` rounds
     and after the last (:mod:`algorithms.engine.checkpoint`); ``on_round(state)`` is called after
@@ -335,7 +340,7 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     if eval_every < 1:
         raise ValueError(f"eval_every must be >= 1, got {eval_every}")
-    with torch_threads(api_threads(threads)):
+    with torch_threads(api_threads(threads)), client_chunks(client_chunk):
         return _run(algorithm, federation, model, rounds=rounds, seed=seed,
                     eval_every=eval_every, out_dir=out_dir, progress=progress, state=state,
                     history=history, train_loss=train_loss, config=config,

@@ -18,8 +18,10 @@ def test_the_default_lists_the_four_papers_at_least_115_items(capsys):
     assert code == 0
     for name in ("pFedMe (Dinh", "CGPFL (Tang", "PPFE (Emrani", "PLGU (Qu"):
         assert f"== {name}" in out
-    total = int(out.strip().splitlines()[-1].split(" item(s)")[0])
+    total = int(out.strip().splitlines()[-2].split(" item(s)")[0])
     assert total >= 115
+    assert out.strip().splitlines()[-1].startswith(
+        "verdicts read from docs/results/verify_quick.json (pflt verify --quick")
     assert "FedSAM (Qu" not in out                    # the baselines only with --paper all
 
 
@@ -42,6 +44,7 @@ def test_results_of_your_own_verify_run_are_read(tmp_path, capsys):
     block = out.split("Lemma 5 (")[1].split("\n\n")[0]
     assert "verdicts: ppfe.lemma5_composition FAILS" in block
     assert "runnable  Lemma 4" in out                 # its checks have no verdict there
+    assert f"verdicts read from {tmp_path / 'results.json'} (pflt verify --full" in out
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

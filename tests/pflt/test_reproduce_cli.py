@@ -42,6 +42,15 @@ SMALL = {
                               ["cifar10_dir1.0"]),
     "plgu_table1_global": ({k: v for k, v in _PLGU_SMALL.items() if k != "head_steps"}, None),
     "plgu_table2_personalized": (_PLGU_SMALL, None),
+    **{f"pfedme_{t}_transfer_fmnist": ({"clients": "3", "size_range": "20 40",
+                                        "clients_per_round": "3"}, ["fmnist_mlr"])
+       for t in ("table1", "figs")},
+    "ppfe_table1_transfer_fmnist": (SMALL_CNN, None),
+    "ppfe_ablations_transfer_fmnist": (SMALL_CNN, ["fmnist_(100,2)"]),
+    **{f"plgu_{t}_transfer_fmnist": ({**{k: v for k, v in _PLGU_SMALL.items()
+                                          if t == "table2" or k != "head_steps"},
+                                       "size_range": "21 21"}, None)
+       for t in ("table1", "table2", "table4_rho")},
 }
 
 

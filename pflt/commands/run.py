@@ -191,11 +191,30 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         summary["reads_test_split"] = leak
     if reuse:
         summary["partition_reuse"] = reuse
+    summary.update(_selection_record(result.state))
     comm = meter.per_round()
     summary.update({f"communication_{k}_per_round": comm[k] for k in COMMUNICATION if comm})
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     _print_summary(last, out, comm)
     return summary
+
+
+def _selection_record(state) -> dict:
+    """CGPFL-Heur's e(K) over K and the band of μ choosing each K (models' units), for
+    ``summary.json``; printed as one line per band.  Empty for other methods."""
+    t = state.tensors
+    if "e_values" not in t or "mu_bands" not in t:
+        return {}
+    from algorithms.methods.clustered.cgpfl import mu_band_rows
+
+    bands = [list(b) for b in mu_band_rows(t["mu_bands"])]
+    k_hat = int(t["k_hat"])
+    print(f"CGPFL-Heur: K_hat = {k_hat} at mu = {float(t['mu']):.4g}; band of mu per K:",
+          file=sys.stderr)
+    for k, lo, hi in bands:
+        print(f"  K={k:<3d} mu in [{lo:.4g}, {hi:.4g})" + ("  <- K_hat" if k == k_hat else ""),
+              file=sys.stderr)
+    return {"e_of_k": [float(v) for v in t["e_values"].tolist()], "mu_bands": bands}
 
 
 def _partition_reuse(spec, fed) -> dict | None:

@@ -139,9 +139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--generated", action="store_true",
                     help="run the mutants generated from the pfl_theory formulas instead "
                          "(verification/mutation/generated.py): kill rate by checks alone")
+    ap.add_argument("--out", default=None,
+                    help="with --generated: also write the kill rates to this JSON file (read "
+                         "by python -m paper_figures.readme_blocks for the README)")
     args = ap.parse_args(argv)
     if args.generated:
-        return _main_generated(args.only)
+        return _main_generated(args.only, args.out)
     mutants = [m for m in CATALOGUE if args.only is None or fnmatch.fnmatchcase(m.name, args.only)]
     if not mutants:
         print(f"--only {args.only!r} matches no mutant", file=sys.stderr)
@@ -173,7 +176,31 @@ def kill_basis_line(results: Sequence[MutantResult], checks: dict[str, Check]) -
         " (identity checks compare the code with a second writing of our own reading)"
 
 
-def _main_generated(only: str | None) -> int:
+def write_rates(path: str, rates: dict, *, only: str | None, seconds: float) -> None:
+    """The kill rates of a ``--generated`` run as JSON, with when, where and on what."""
+    import json
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    data = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": commit, "machine": f"{platform.machine()} {platform.system()}",
+            "only": only, "seconds": round(seconds),
+            "rates": {g: {k: list(v) for k, v in t.items()} for g, t in rates.items()}}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _main_generated(only: str | None, out: str | None = None) -> int:
+    import time
+
+    start = time.perf_counter()
     checks, errors = load_checks()
     if errors:
         raise RuntimeError(f"check modules failed to import: {errors}")
@@ -186,8 +213,12 @@ def _main_generated(only: str | None) -> int:
     print(f"mutants not exercised (their change never applied): {unused}; rejected by the "
           f"formula's input validation: {sum(r.invalid for r in results)}; a check ran past "
           f"{G.CHECK_TIMEOUT_S} s: {sum(r.timed_out for r in results)}")
-    for line in G.format_rates(G.kill_rates(results, checks, users)):
+    rates = G.kill_rates(results, checks, users)
+    for line in G.format_rates(rates):
         print(line)
+    if out:
+        write_rates(out, rates, only=only, seconds=time.perf_counter() - start)
+        print(f"wrote {out}")
     return 0
 
 

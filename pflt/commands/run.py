@@ -175,7 +175,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
                                 seed=options["seed"], eval_every=options["eval_every"],
                                 out_dir=out, progress=progress, state=state,
                                 history=history, checkpoint_every=options["checkpoint_every"],
-                                threads=threads, config=config, client_chunk=chunk)
+                                threads=threads, config=config, client_chunk=chunk,
+                                estimate=True)
     except DivergenceError as exc:
         # the marker pflt compare reads: this run stopped by divergence, not by a kill
         atomic_write_text(out / "diverged.json", json.dumps(

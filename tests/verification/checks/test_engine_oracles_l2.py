@@ -36,3 +36,18 @@ def test_a_changed_l2_term_fails(monkeypatch, side):
         monkeypatch.setattr(common, "loss", lambda model, params, x, y: __import__(
             "torch").nn.functional.cross_entropy(model.forward(params, x)[0], y[0]))
     assert _run().verdict is Verdict.FAILS
+
+
+def test_non_default_hyperparameter_values_hold_and_a_differing_one_fails(monkeypatch):
+    from verification.checks import engine_oracles_l2 as m
+
+    chk = load_all()["engine.oracles_hyperparameter_values"]
+    res = run_check(chk, size="quick", seed=0)
+    assert res.verdict is Verdict.HOLDS, res.detail
+    assert "scaffold aggregation='weighted'" in res.extra["deviations"]
+    assert "ppfe reweighting=False" in res.extra["deviations"]
+    # the engine's 'sampled' pFedMe keeps the other clients' rows, Algorithm 1's oracle
+    # trains them: once it is no longer set aside, the check sees the difference
+    monkeypatch.setattr(m, "NOT_MODELLED", {k: v for k, v in m.NOT_MODELLED.items()
+                                            if k[0] != "pfedme"})
+    assert run_check(chk, size="quick", seed=0).verdict is Verdict.FAILS

@@ -139,11 +139,13 @@ def verdicts_block(data: dict | None) -> str:
 
 
 def real_data_block(results_dir: Path) -> str:
-    """The papers' real-data tables: paper, table, column, status (measured / partial / not
-    run here, from the reproduction CSVs) and command (:mod:`paper_figures.real_data_status`)."""
-    from paper_figures.real_data_status import table
+    """The papers' real-data tables, one row per reproduction: paper, table, each column's
+    status (measured / partial / not run here, from the reproduction CSVs) and the command
+    (:func:`paper_figures.real_data_status.summary_table`; one row per column with seeds and
+    T in ``paper_figures/results/real_data_status.md``)."""
+    from paper_figures.real_data_status import summary_table
 
-    return table(results_dir)
+    return summary_table(results_dir)
 
 
 def speed_block(w2: dict | None, gpu: dict | None) -> str:

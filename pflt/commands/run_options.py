@@ -181,6 +181,12 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
                    help="feature-shift: noise std U[0, S]")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
+    d.add_argument("--standardize", type=_bool, default=False,
+                   help="real data: standardise every pixel over the pool, (x - mean)/(std + "
+                        "0.001), as pFedMe's generator (default false: bytes/255)")
+    d.add_argument("--validation-fraction", type=float, default=0.0, metavar="F",
+                   help="hold F of each client's training split out and evaluate on it "
+                        "instead of the test split (tuning; default 0: the test split)")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
                         "integer; none (the paper's sizes); auto (default: none unless the "

@@ -53,6 +53,8 @@ class Evidence:
     verdict_source: str
     repro_rows: dict[str, list] = field(default_factory=dict)
     root: Path = ROOT
+    #: reproductions whose CSV could not be read: ``{name: why}`` (counted as no rows)
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 def load_verdicts(path: Path) -> tuple[dict[str, str], str]:
@@ -91,9 +93,14 @@ def gather(results: Path | None = None, repro_dir: Path | None = None,
 
     verdicts, source = load_verdicts(results if results is not None else ROOT / VERDICTS)
     repro_dir = Path(repro_dir) if repro_dir is not None else ROOT / REPRO_RESULTS
-    rows = {name: read_rows(repro_dir / f"{name}.csv") for name in REPRODUCTIONS}
+    rows, unreadable = {}, {}
+    for name in REPRODUCTIONS:
+        try:
+            rows[name] = read_rows(repro_dir / f"{name}.csv")
+        except (ValueError, KeyError) as exc:    # a broken file measures nothing; say so
+            rows[name], unreadable[name] = [], " ".join(str(exc).split())[:200]
     return Evidence(load_all() if checks is None else checks, dict(REPRODUCTIONS), verdicts,
-                    source, rows)
+                    source, rows, unreadable=unreadable)
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,8 @@ def _repro_state(name: str, ev: Evidence) -> tuple[str, str]:
     from verification.experiments.reproductions_transfer import TRANSFERS
 
     rep = ev.reproductions[name]
+    if name in ev.unreadable:
+        return "runnable", f"{name}: its result file is unreadable ({ev.unreadable[name]})"
     covs = [column_coverage(rep, col, ev.repro_rows.get(name, [])) for col in rep.columns]
     states = {c.state for c in covs}
     if name in {t.name for t in TRANSFERS} and states != {"not run"}:

@@ -190,3 +190,11 @@ def test_a_transfer_is_never_measured_and_not_run_is_no_verdict(evidence, tmp_pa
     (cid,) = [c for c in item.checks if c.startswith("transfer_fmnist.")][:1]
     e = assess(item, Evidence(evidence.checks, evidence.reproductions, {cid: "NOT RUN"}, "", {}))
     assert e.status == "runnable" and e.verdicts == {cid: "NOT RUN"}
+
+
+def test_an_unreadable_result_file_measures_nothing_and_says_why(evidence, tmp_path):
+    (tmp_path / "cgpfl_table1_fmnist.csv").write_text("<<<<<<< HEAD\nmethod,model\n")
+    ev = gather(repro_dir=tmp_path)
+    assert "cgpfl_table1_fmnist" in ev.unreadable
+    e = next(e for e in ledger(ev, paper="cgpfl") if e.item.label == "Table 1 (FMNIST)")
+    assert e.status != "measured" and "unreadable" in e.reason

@@ -18,10 +18,24 @@ What the replacement cannot show: a read of the test split's sizes (kept) or of 
 label counts alone (a permutation of all test labels keeps them; each client's counts
 change); every feature and every client's labels change.
 
-Every client takes part in every round of these runs (``clients_per_round = N`` where the
-algorithm has that field, :func:`every_client`): the engine hands ``client_update`` the
-participants' test split only when all clients take part (``ClientView.test``, for
-Per-FedAvg's non-default ``adapt_on="test"``), so this leaves every path to it open.
+:func:`isolation_differences` runs with every client taking part in every round
+(``clients_per_round = N`` where the algorithm has that field, :func:`every_client`): the
+engine hands ``client_update`` the participants' test split only when all clients take part
+(``ClientView.test``, for Per-FedAvg's non-default ``adapt_on="test"``), so this leaves every
+path to it open.  With ``sampling=True`` half the clients take part (:func:`half_sampled`): a
+server that *selects* clients by reading the test split (their test loss) changes nothing
+when everybody is selected, and is seen only then.
+
+**Every phase** (issue 41: a read from round index 2 on passed a 2-round check).  Besides
+replacing the test split in every round, each round t is also run once from the real run's
+state with the test split replaced in that round only (the state after it must be the real
+run's): a read is located to its round, and a read whose effect a consistently replaced split
+would hide (a value cached at ``init`` compared later) is seen.  :func:`phase_rounds` gives
+the rounds at which an algorithm's behaviour changes — declared by the class
+(``phase_rounds(model)``) or in :data:`PHASES` (CFL's first split test, CGPFL-Heur's
+selection round, PPFE's stage starts, FedALA's first ALA); :func:`phase_isolation` runs past
+the last of them (and at least :data:`MIN_ROUNDS` rounds), with client sampling off and on.
+What it cannot see: a read that starts after the rounds run and is declared by no phase.
 
 Used by ``pflt verify``'s ``engine.train_test_isolation`` (every registered algorithm) and by
 the ``isolation`` property of :func:`algorithms.testing.contract_battery` (a plugin's class).
@@ -30,8 +44,9 @@ the ``isolation`` property of :func:`algorithms.testing.contract_battery` (a plu
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -76,11 +91,58 @@ def with_test_replaced(fed, seed: int = 0):
     return Federation(fed.train, new, fed.num_classes, fed.name)
 
 
+def _has_sampling(alg) -> bool:
+    return any(f.name == "clients_per_round" for f in hyperparameters(type(alg)))
+
+
 def every_client(alg, num_clients: int):
     """``alg`` with ``clients_per_round = N`` when it has that field (see the module)."""
-    if any(f.name == "clients_per_round" for f in hyperparameters(type(alg))):
+    if _has_sampling(alg):
         return dataclasses.replace(alg, clients_per_round=num_clients)
     return alg
+
+
+def half_sampled(alg, num_clients: int):
+    """``alg`` with ``clients_per_round = max(1, N // 2)`` when it has that field, else
+    ``None`` (an algorithm without client sampling has no selection to read the test by)."""
+    if _has_sampling(alg) and num_clients >= 2:
+        return dataclasses.replace(alg, clients_per_round=max(1, num_clients // 2))
+    return None
+
+
+#: at least this many rounds (indices 0..5): a read from round 5 on is inside them
+MIN_ROUNDS = 6
+
+#: the rounds (0-based) at which a registered algorithm's behaviour changes, by its name,
+#: for algorithms that do not declare ``phase_rounds(model)`` themselves
+PHASES: dict[str, Callable[[Any, Any], tuple[int, ...]]] = {
+    # CFL: no split test before split_after (the authors' warm-up), then every round
+    "cfl": lambda a, m: (a.split_after,),
+    # CGPFL-Heur: K̂ chosen and frozen in select_round; the round after runs with K̂ contexts
+    "cgpfl-heur": lambda a, m: (a.select_round, a.select_round + 1),
+    # PPFE: each stage's first round (between-stage statistics and reweighting)
+    "ppfe": lambda a, m: tuple(itertools.accumulate(a.schedule(m))),
+    # FedALA: a client's first ALA (ala_start_steps) differs from the later ones (ala_steps)
+    "fedala": lambda a, m: (0, 1),
+}
+
+
+def phase_rounds(alg, model) -> tuple[int, ...]:
+    """The rounds (0-based, sorted) at which ``alg``'s behaviour changes: its own
+    ``phase_rounds(model)`` if it declares one, else :data:`PHASES` by name, else ``(0,)``."""
+    own = getattr(alg, "phase_rounds", None)
+    if callable(own):
+        rounds = own(model)
+    else:
+        rule = PHASES.get(getattr(alg, "name", ""))
+        rounds = rule(alg, model) if rule else (0,)
+    return tuple(sorted({int(r) for r in rounds}))
+
+
+def isolation_rounds(alg, model, minimum: int = MIN_ROUNDS) -> int:
+    """Rounds that run past the last phase change (one full round after it) and at least
+    ``minimum``."""
+    return max(int(minimum), max(phase_rounds(alg, model), default=0) + 2)
 
 
 def state_differences(a: State, b: State) -> list[str]:
@@ -115,15 +177,24 @@ def history_differences(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> lis
     return out
 
 
-def isolation_differences(alg, fed, model, *, rounds: int = 2, seed: int = 0) -> list[str]:
-    """What differs between runs of ``alg`` (every client taking part) on ``fed`` and on
-    ``fed`` with its test split replaced (:func:`with_test_replaced`): state entries after
-    ``init`` and after each of ``rounds`` rounds, and training-side history entries, each
-    named once with the first place it differs.  Empty: ``alg`` keeps train and test apart."""
-    alg = every_client(alg, fed.num_clients)
+def isolation_differences(alg, fed, model, *, rounds: int = 2, seed: int = 0,
+                          sampling: bool = False, one_round: bool = True) -> list[str]:
+    """What differs between runs of ``alg`` (every client taking part; ``sampling``: half of
+    them, :func:`half_sampled`) on ``fed`` and on ``fed`` with its test split replaced
+    (:func:`with_test_replaced`): state entries after ``init`` and after each of ``rounds``
+    rounds, and training-side history entries, each named once with the first place it
+    differs; with ``one_round`` also the state after each round t run from the real run's
+    state with the test split replaced in round t only ("test replaced in round t only: …").
+    Empty: ``alg`` keeps train and test apart."""
+    if sampling:
+        alg = half_sampled(alg, fed.num_clients)
+        if alg is None:
+            return []
+    else:
+        alg = every_client(alg, fed.num_clients)
     other = with_test_replaced(fed, seed)
-    out = [f"init: {d}" for d in state_differences(alg.init(fed, model, seed),
-                                                   alg.init(other, model, seed))]
+    start = alg.init(fed, model, seed)
+    out = [f"init: {d}" for d in state_differences(start, alg.init(other, model, seed))]
     states: dict[str, list[State]] = {"real": [], "replaced": []}
     history = {}
     for label, f in (("real", fed), ("replaced", other)):
@@ -132,7 +203,30 @@ def isolation_differences(alg, fed, model, *, rounds: int = 2, seed: int = 0) ->
     for a, b in zip(states["real"], states["replaced"]):
         out += [f"round {a.round}: {d}" for d in state_differences(a, b)]
     out += history_differences(history["real"], history["replaced"])
+    if one_round:
+        before = [start] + states["real"][:-1]
+        for t, (s0, s1) in enumerate(zip(before, states["real"])):
+            if s0.round != t:   # the runner's states are not one per round: nothing to pair
+                break
+            alone = alg.round(s0, other, model)
+            out += [f"test replaced in round {t} only: round {s1.round}: {d}"
+                    for d in state_differences(s1, alone)]
     first: dict[str, str] = {}
     for d in out:                   # each entry once, where it first differs
         first.setdefault(d.split(": ", 1)[-1] if ": " in d else d, d)
     return list(first.values())
+
+
+def phase_isolation(alg, fed, model, *, seed: int = 0, minimum: int = MIN_ROUNDS
+                    ) -> tuple[int, tuple[int, ...], list[str]]:
+    """``(rounds, phases, differences)``: :func:`isolation_differences` over
+    :func:`isolation_rounds` rounds (past every phase change of :func:`phase_rounds`), with
+    every client taking part and again with half of them sampled (each difference prefixed
+    by ``"S = N: "`` or ``"S = N/2: "``)."""
+    rounds = isolation_rounds(alg, model, minimum)
+    phases = phase_rounds(alg, model)
+    out = [f"S = N: {d}" for d in isolation_differences(alg, fed, model, rounds=rounds,
+                                                         seed=seed)]
+    out += [f"S = N/2: {d}" for d in isolation_differences(alg, fed, model, rounds=rounds,
+                                                           seed=seed, sampling=True)]
+    return rounds, phases, out

@@ -11,6 +11,8 @@ page                        made from (committed, small)
                             ``benchmarks/results/leaderboard.csv`` + ``leaderboard.json``
                             (``benchmarks/leaderboard.py --publish``) and every other
                             ``benchmarks/results/*.json`` (``{"environment": …, "rows": […]}``)
+``docs/ledger/*.md``        the paper ledger (:mod:`paper_figures.ledger_pages`: the
+                            registries, ``verify_quick.json`` and the reproduction CSVs)
 ==========================  =================================================================
 
 Each section states the date, commit and machine of its result file; a file that is absent
@@ -218,8 +220,11 @@ PAGES = {FINDINGS: findings_page, BENCHMARKS: benchmarks_page}
 
 
 def render(root: Path = ROOT) -> dict[Path, str]:
-    """Page path (relative to the repository) → its text, from the result files under root."""
-    return {page: make(root) for page, make in PAGES.items()}
+    """Page path (relative to the repository) → its text, from the result files under root
+    (the paper ledger's pages too: :mod:`paper_figures.ledger_pages`)."""
+    from paper_figures import ledger_pages
+
+    return {**{page: make(root) for page, make in PAGES.items()}, **ledger_pages.render(root)}
 
 
 def main(argv: list[str] | None = None) -> int:

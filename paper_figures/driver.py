@@ -39,6 +39,13 @@ class FigureResult:
     files: tuple[Path, ...]
     error: str
     seconds: float
+    #: process CPU time of the module (all threads): what it costs, whatever the load
+    cpu_seconds: float = 0.0
+
+    def timing(self) -> str:
+        """``CPU 12.3 s, wall 40.1 s``: the wall time grows with the machine's load, the CPU
+        time does not."""
+        return f"CPU {self.cpu_seconds:.1f} s, wall {self.seconds:.1f} s"
 
 
 def discover(package: str | None = None) -> dict[str, Callable[..., Any] | str]:
@@ -81,13 +88,15 @@ def run_one(name: str, make: Callable[..., Any], out_dir: Path, *, quick: bool,
     """Run one figure module's ``make``; an exception becomes a failed result."""
     import matplotlib.pyplot as plt
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         files = _check_files(make(Path(out_dir), quick=quick, seed=seed))
-        return FigureResult(name, True, files, "", time.perf_counter() - start)
+        return FigureResult(name, True, files, "", time.perf_counter() - start,
+                            time.process_time() - cpu)
     except Exception as exc:  # the figure broke: report it, keep going
         err = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return FigureResult(name, False, (), err, time.perf_counter() - start)
+        return FigureResult(name, False, (), err, time.perf_counter() - start,
+                            time.process_time() - cpu)
     finally:
         plt.close("all")
 
@@ -95,7 +104,9 @@ def run_one(name: str, make: Callable[..., Any], out_dir: Path, *, quick: bool,
 def run_figures(*, out_dir: Path, only: list[str] | str | None = None, quick: bool = False,
                 seed: int = 0, package: str | None = None,
                 progress: bool = True) -> list[FigureResult]:
-    """Run the figure modules whose name matches any ``only`` glob (all when ``None``)."""
+    """Run the figure modules whose name matches any ``only`` glob (all when ``None``).
+    With ``progress``, each module's line (ok/FAILED, CPU and wall time) is written to
+    stderr as it finishes, so a slow module on a busy machine shows at once."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a window
@@ -113,13 +124,18 @@ def run_figures(*, out_dir: Path, only: list[str] | str | None = None, quick: bo
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
-    for name in tqdm(names, desc="figures", unit="fig", disable=not progress,
-                     file=sys.stderr, dynamic_ncols=True):
+    bar = tqdm(names, desc="figures", unit="fig", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
+    for name in bar:
+        bar.set_postfix_str(name)
         target = found[name]
         if isinstance(target, str):
             results.append(FigureResult(name, False, (), f"import failed: {target}", 0.0))
         else:
             results.append(run_one(name, target, out_dir, quick=quick, seed=seed))
+        if progress:
+            r = results[-1]
+            bar.write(f"{'done' if r.ok else 'FAILED'}  {name}: {r.timing()}", file=sys.stderr)
     return results
 
 
@@ -129,9 +145,13 @@ def format_results(results: list[FigureResult]) -> str:
     for r in results:
         if r.ok:
             files = ", ".join(p.name for p in r.files)
-            lines.append(f"ok      {r.name} ({r.seconds:.1f} s): {files}")
+            lines.append(f"ok      {r.name} ({r.timing()}): {files}")
         else:
-            lines.append(f"FAILED  {r.name} ({r.seconds:.1f} s): {r.error}")
+            lines.append(f"FAILED  {r.name} ({r.timing()}): {r.error}")
     n_bad = sum(not r.ok for r in results)
-    lines.append(f"{len(results)} figure module(s): {len(results) - n_bad} ok, {n_bad} failed")
+    cpu, wall = sum(r.cpu_seconds for r in results), sum(r.seconds for r in results)
+    lines.append(f"{len(results)} figure module(s): {len(results) - n_bad} ok, {n_bad} failed; "
+                 f"total CPU {cpu:.1f} s, wall {wall:.1f} s"
+                 + (f" (wall/CPU {wall / cpu:.1f}: the machine is busy)"
+                    if cpu > 0 and wall > 1.5 * cpu else ""))
     return "\n".join(lines)

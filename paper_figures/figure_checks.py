@@ -8,7 +8,14 @@ the drawn :class:`matplotlib.figure.Figure` itself:
 * ``path``: no title carries an absolute file path (a machine's directory is not a caption);
 * ``legend``: every labelled line, bar group and scatter of a panel is in a legend;
 * ``bars``: a bar axis of non-negative bars on a linear scale starts at 0;
-* ``log_ticks``: no log-axis tick label is an integer written as ``m×10⁰`` (T = 2, 3 …).
+* ``log_ticks``: no log-axis tick label is an integer written as ``m×10⁰`` (T = 2, 3 …);
+* ``text_overlap``: no two texts of the figure (titles, axis labels, annotations such as the
+  numbers on bars, legend entries, the suptitle) overlap each other (issue 45);
+* ``tick_collision``: no two tick labels of one axis overlap (x ticks running together);
+* ``squeezed``: the plot area is not squeezed by its labels, legend or title: the panels
+  together cover at least :data:`MIN_PLOT_AREA` of the canvas, the widest panel at least
+  :data:`MIN_PLOT_WIDTH` of its width and the tallest :data:`MIN_PLOT_HEIGHT` of its height
+  (a thin strip beside long labels fails, so does a grid of too many rows in one image).
 
 :func:`problems` returns ``(check, message)`` pairs; :func:`recording` collects them for every
 figure saved inside the block (tests/paper_figures/test_figure_checks.py draws every figure
@@ -21,10 +28,24 @@ import contextlib
 import re
 from typing import Iterator
 
-CHECKS = ("title", "inside", "overlap", "path", "legend", "bars", "log_ticks")
+CHECKS = ("title", "inside", "overlap", "path", "legend", "bars", "log_ticks", "text_overlap",
+          "tick_collision", "squeezed")
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s(:'\"])/(?:[\w.-]+/)+[\w.-]*")
 TIMES_TEN_TO_ZERO = re.compile(r"\\times\s*10\^\{?0\}?|×\s*10⁰")
 PIXELS = 1.0      # a bounding box may touch the canvas edge by a pixel of antialiasing
+#: the panels' share of the canvas below which the plot is squeezed: a single panel with its
+#: title, axis labels and a legend beside it keeps ~45–70 % of the canvas in every figure of
+#: paper_figures; the unreadable verification_summary (issue 45) kept 18 %
+MIN_PLOT_AREA = 0.25
+#: the widest panel's share of the canvas width: a grid of 3 columns keeps ~26 % per panel,
+#: the thin strip beside long labels of issue 45 kept 22 %
+MIN_PLOT_WIDTH = 0.25
+#: the tallest panel's share of the canvas height: a page of 4 rows keeps ~16 % per panel,
+#: the 13 rows of one 1386×4224 image (issue 45) kept ~6 %
+MIN_PLOT_HEIGHT = 0.10
+#: two boxes overlap when they share more than this many pixels each way (antialiased
+#: edges of neighbouring texts touch by a pixel without a reader seeing a collision)
+OVERLAP_PX = 1.5
 
 
 def _texts(fig) -> list:
@@ -115,6 +136,80 @@ def problems(fig) -> list[tuple[str, str]]:
                    and TIMES_TEN_TO_ZERO.search(t.get_text())]
             if bad:
                 found.append(("log_ticks", f"panel {ax.get_title()!r}: {bad[:3]}"))
+        found += _tick_collisions(ax, renderer)
+    found += _text_overlaps(fig, renderer)
+    found += _squeezed(panels, width, height, renderer)
+    return found
+
+
+def _all_texts(fig) -> list:
+    """Every visible, non-empty text a reader reads: titles, axis labels, annotations
+    (``ax.text``, e.g. numbers on bars), figure texts and legend entries and titles."""
+    out = list(_texts(fig)) + list(fig.texts)
+    for ax in fig.axes:
+        out += list(ax.texts)
+    for lg in list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        out += list(lg.get_texts()) + [lg.get_title()]
+    seen, unique = set(), []
+    for t in out:
+        if id(t) not in seen and t.get_visible() and t.get_text().strip():
+            seen.add(id(t))
+            unique.append(t)
+    return unique
+
+
+def _collide(a, b) -> bool:
+    """Whether two window extents overlap by more than :data:`OVERLAP_PX` each way."""
+    return (min(a.x1, b.x1) - max(a.x0, b.x0) > OVERLAP_PX
+            and min(a.y1, b.y1) - max(a.y0, b.y0) > OVERLAP_PX)
+
+
+def _text_overlaps(fig, renderer) -> list[tuple[str, str]]:
+    texts = _all_texts(fig)
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    found = []
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            if _collide(boxes[i], boxes[j]):
+                found.append(("text_overlap", f"{texts[i].get_text()[:40]!r} overlaps "
+                                              f"{texts[j].get_text()[:40]!r}"))
+    return found
+
+
+def _tick_collisions(ax, renderer) -> list[tuple[str, str]]:
+    found = []
+    for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        ticks = [t for t in axis.get_majorticklabels() + axis.get_minorticklabels()
+                 if t.get_visible() and t.get_text().strip()]
+        boxes = sorted(((t.get_window_extent(renderer), t.get_text()) for t in ticks),
+                       key=lambda b: (b[0].x0, b[0].y0))
+        for k, (a, ta) in enumerate(boxes):
+            hit = next((tb for b, tb in boxes[k + 1:] if _collide(a, b)), None)
+            if hit is not None:
+                found.append(("tick_collision", f"panel {ax.get_title()[:40]!r}: {name} tick "
+                                                f"labels {ta!r} and {hit!r} run together"))
+                break
+    return found
+
+
+def _squeezed(panels, width: int, height: int, renderer) -> list[tuple[str, str]]:
+    if not panels:
+        return []
+    boxes = [ax.get_window_extent(renderer) for ax in panels]
+    area = sum(b.width * b.height for b in boxes) / (width * height)
+    wide = max(b.width for b in boxes) / width
+    tall = max(b.height for b in boxes) / height
+    found = []
+    if area < MIN_PLOT_AREA:
+        found.append(("squeezed", f"the panels cover {area:.0%} of the canvas "
+                                  f"(< {MIN_PLOT_AREA:.0%}): labels, legend or title take "
+                                  f"the rest"))
+    if wide < MIN_PLOT_WIDTH:
+        found.append(("squeezed", f"the widest panel is {wide:.0%} of the canvas wide "
+                                  f"(< {MIN_PLOT_WIDTH:.0%}): a strip beside its labels"))
+    if tall < MIN_PLOT_HEIGHT:
+        found.append(("squeezed", f"the tallest panel is {tall:.0%} of the canvas high "
+                                  f"(< {MIN_PLOT_HEIGHT:.0%}): too many rows in one image"))
     return found
 
 

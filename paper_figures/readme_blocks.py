@@ -10,6 +10,9 @@ block           result file (committed, small)
 ``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
                 written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
 ``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs, paper_figures/real_data_status.py)
+``coverage``    the paper ledger's items by status per paper (verification/ledger/, computed from
+                the check and reproduction registries, ``verify_quick.json`` and the CSVs;
+                paper_figures/ledger_pages.py)
 ``speed``       ``benchmarks/results/w2_fmnist_pfllib.json`` (``benchmarks/bench_fmnist_pfllib.py``)
                 and ``benchmarks/results/gpu_check.json`` (``benchmarks/gpu_check.sh``)
 ==============  ==========================================================================
@@ -27,6 +30,8 @@ import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from paper_figures import ledger_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "benchmarks" / "results" / "quickstart_times.json"
@@ -134,11 +139,13 @@ def verdicts_block(data: dict | None) -> str:
 
 
 def real_data_block(results_dir: Path) -> str:
-    """The papers' real-data tables: paper, table, column, status (measured / partial / not
-    run here, from the reproduction CSVs) and command (:mod:`paper_figures.real_data_status`)."""
-    from paper_figures.real_data_status import table
+    """The papers' real-data tables, one row per reproduction: paper, table, each column's
+    status (measured / partial / not run here, from the reproduction CSVs) and the command
+    (:func:`paper_figures.real_data_status.summary_table`; one row per column with seeds and
+    T in ``paper_figures/results/real_data_status.md``)."""
+    from paper_figures.real_data_status import summary_table
 
-    return table(results_dir)
+    return summary_table(results_dir)
 
 
 def speed_block(w2: dict | None, gpu: dict | None) -> str:
@@ -189,6 +196,7 @@ def render(text: str, *, root: Path = ROOT) -> str:
         "quickstart": lambda: quickstart_block(_load(root / QUICKSTART.relative_to(ROOT))),
         "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT))),
         "real_data": lambda: real_data_block(root / RESULTS.relative_to(ROOT)),
+        "coverage": lambda: ledger_pages.coverage_block(root),
         "speed": lambda: speed_block(_load(root / W2.relative_to(ROOT)),
                                      _load(root / GPU.relative_to(ROOT))),
     }

@@ -20,21 +20,10 @@ OUT_NAME = "real_data_status.md"
 
 
 def _status(rep, column, rows) -> str:
-    from verification.experiments.reproduction import cells
+    from verification.experiments.reproduction_status import column_coverage
 
-    mine = [r for r in rows if (r.get("column") or r["model"]) == column.key
-            and r.get("status", "ok") == "ok"]
-    if not mine:
-        return "not run here"
-    wanted = {c.row.label for c in cells(rep, seeds=[0], columns=[column.key])}
-    have = {r["method"] for r in mine}
-    seeds = sorted({int(r["seed"]) for r in mine})
-    rounds = sorted({int(r["rounds"]) for r in mine if r.get("rounds")})
-    paper_t = column.rounds or rep.rounds
-    what = (f"{len(have & wanted)}/{len(wanted)} methods, seeds {','.join(map(str, seeds))}, "
-            f"T = {','.join(map(str, rounds))}" + ("" if rounds == [paper_t] else
-                                                     f" (paper T = {paper_t})"))
-    return ("measured: " if wanted <= have else "partial: ") + what
+    cov = column_coverage(rep, column, rows)
+    return cov.describe() if cov.state == "not run" else f"{cov.state}: {cov.describe()}"
 
 
 def table(results_dir=RESULTS) -> str:
@@ -53,6 +42,31 @@ def table(results_dir=RESULTS) -> str:
                       and rows else "")
             lines.append(f"| {rep.paper} | {rep.table} | {col.key} ({col.data}, {col.model}) | "
                          f"{_status(rep, col, rows)}{result} | `{cmd}` |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(results_dir=RESULTS) -> str:
+    """One row per reproduction (the README's block): its columns' states and the command;
+    :func:`table` (``real_data_status.md``) has one row per column with the seeds and T."""
+    from verification.experiments.reproduction_run import read_rows
+    from verification.experiments.reproduction_status import column_coverage
+    from verification.experiments.reproductions import REPRODUCTIONS
+
+    results_dir = Path(results_dir)
+    lines = ["| paper | table | columns: status | command |", "|---|---|---|---|"]
+    for rep in REPRODUCTIONS.values():
+        rows = read_rows(results_dir / f"{rep.name}.csv")
+        covs = [column_coverage(rep, col, rows) for col in rep.columns]
+        if all(c.state == "not run" for c in covs):
+            states = f"{', '.join(c.column.key for c in covs)}: not run here"
+        else:
+            states = "; ".join(f"{c.column.key} {c.state}" + (
+                f" ({len(c.have & c.wanted)}/{len(c.wanted)}, seeds "
+                f"{','.join(map(str, c.seeds))}, T = {','.join(map(str, c.rounds))})"
+                if c.state != "not run" else "") for c in covs)
+        where = "" if set(rep.datasets()) <= {"fmnist"} else " --data-dir DIR"
+        lines.append(f"| {rep.paper} | {rep.table} | {states} | "
+                     f"`pflt reproduce {rep.name}{where}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -194,15 +194,19 @@ class CNN(Model):
     @staticmethod
     def _grouped_conv(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
         # h: [B, N*Cin, H, W]; w: [N, Cout, Cin, k, k] -> [B, N*Cout, H', W']
+        from algorithms.engine.cnn_grad import pool2
+
         out = F.conv2d(h, w.reshape(-1, *w.shape[2:]), b.reshape(-1), groups=n)
-        return F.max_pool2d(torch.relu(out), 2)
+        return pool2(out).clamp_min_(0)   # = max-pool ∘ ReLU (ReLU is monotone)
 
     def features(self, params: Params, x: torch.Tensor) -> torch.Tensor:
-        """The input of the last dense layer, ``[N, B, D]`` (the head is not read)."""
+        """The input of the last dense layer, ``[N, B, D]`` (the head is not read).  The
+        first convolution is one batched product over the unfolded input
+        (:func:`algorithms.engine.cnn_grad.conv1_pool`), the second a grouped convolution."""
+        from algorithms.engine.cnn_grad import conv1_pool, to_batch_major
+
         n, b = x.shape[:2]
-        h = x.reshape(n, b, self.in_channels, self.image_size, self.image_size)
-        h = h.transpose(0, 1).reshape(b, n * self.in_channels, self.image_size, self.image_size)
-        h = self._grouped_conv(h, params["conv1.weight"], params["conv1.bias"], n)
+        h = to_batch_major(conv1_pool(self, params, x)[0], n)
         h = self._grouped_conv(h, params["conv2.weight"], params["conv2.bias"], n)
         h = h.reshape(b, n, self.flat).transpose(0, 1)
         for l in range(1, len(self.widths) - 1):
@@ -213,6 +217,17 @@ class CNN(Model):
         last = len(self.widths) - 1
         return _dense(self.features(params, x), params[f"fc{last}.weight"],
                       params[f"fc{last}.bias"])
+
+    #: :meth:`grad` writes dense-weight gradients into ``out`` (:func:`algorithms.engine.steps.model_grad`)
+    reuses_out = True
+
+    def grad(self, params, x, y, out=None):
+        """Hand-written batched gradient (:func:`algorithms.engine.cnn_grad.cnn_grad`: the
+        large scratch tensors kept across steps, dense-weight gradients written into
+        ``out``, the previous step's gradient, when given)."""
+        from algorithms.engine.cnn_grad import cnn_grad
+
+        return cnn_grad(self, params, x, y, out)
 
 
 @dataclass

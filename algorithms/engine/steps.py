@@ -25,21 +25,53 @@ T = TypeVar("T")
 
 
 def local_sgd(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor,
-              lr: float) -> Params:
+              lr: float, *, owned: bool = False) -> Params:
     """Plain SGD: one step per mini-batch; ``x[R, N, B, ...]``, ``y[R, N, B]``.  A model with
     BatchNorm buffers (:mod:`algorithms.engine.models_norm`) trains in batch-statistics mode and
-    moves its running statistics (:func:`~algorithms.engine.models_norm.buffered_sgd`)."""
+    moves its running statistics (:func:`~algorithms.engine.models_norm.buffered_sgd`).
+
+    The steps run in place (:func:`sgd_update`) on a copy made by the first step, or on
+    ``params`` itself from the first step when ``owned`` (the caller's own fresh copy, e.g.
+    from :func:`~algorithms.engine.base.broadcast`): the same iterates either way."""
     if has_buffers(model):
         return buffered_sgd(model, params, x, y, lr)
+    g = None
     for r in range(x.shape[0]):
-        g, _ = model.grad(params, x[r], y[r])
-        params = {k: params[k] - lr * g[k] for k in params}
+        g, _ = model_grad(model, params, x[r], y[r], out=g)
+        params = sgd_update(params, g, lr, in_place=owned or r > 0)
     return params
+
+
+def model_grad(model: Model, params: Params, x: torch.Tensor, y: torch.Tensor, *,
+               out: Params | None = None) -> tuple[Params, torch.Tensor]:
+    """``model.grad(params, x, y)``; ``out`` (gradients the caller has consumed, e.g. the
+    previous step's) is handed on to a model whose ``grad`` writes into it
+    (``reuses_out``: the CNN), so a step's large gradient tensors are not allocated (and
+    page-faulted in) afresh every step."""
+    if out is not None and getattr(model, "reuses_out", False):
+        return model.grad(params, x, y, out=out)
+    return model.grad(params, x, y)
+
+
+def sgd_update(params: Params, g: Params, lr: float, *, in_place: bool) -> Params:
+    """``θ − lr·g`` computed as ``lr·g`` into ``g`` (consumed: gradients are fresh tensors
+    the caller owns), then ``θ − (lr·g)`` — into ``θ`` itself when ``in_place`` (the
+    caller's own copy: every step after the first), else into new tensors (the first step
+    must not write the tensors it was handed: they may be the state's).  The same two
+    roundings as ``params[k] - lr * g[k]``, so the iterates are unchanged bit for bit, with
+    no temporaries."""
+    scaled = {k: g[k].mul_(lr) for k in params}
+    if in_place:
+        for k in params:
+            params[k].sub_(scaled[k])
+        return params
+    return {k: params[k] - scaled[k] for k in params}
 
 
 def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
                y: torch.Tensor, *, lam: float, lr: float, steps: int,
-               extra_l2: float = 0.0) -> Params:
+               extra_l2: float = 0.0, owned: bool = False,
+               scratch: dict | None = None) -> Params:
     """``steps`` gradient steps on ``f̃_i(θ; D) + λ/2 ‖θ − anchor_i‖² (+ extra_l2/2 ‖θ‖²)``
     on the *same* mini-batch ``x[N, B, ...]`` (pFedMe eq. 7, Algorithm 1 of Dinh et al.,
     NeurIPS 2020; CGPFL's personalized step):
@@ -47,12 +79,12 @@ def prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
 
     MLR with ``l2 = 0`` goes through :func:`mlr_prox_steps` (the same iterates, computed in
     logit space); every other model — a subclass with its own ``grad`` too — through
-    :func:`generic_prox_steps`."""
+    :func:`generic_prox_steps` (``owned`` and ``scratch`` there)."""
     if _logit_space(model, theta):
         return mlr_prox_steps(theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
                               extra_l2=extra_l2)
     return generic_prox_steps(model, theta, anchor, x, y, lam=lam, lr=lr, steps=steps,
-                              extra_l2=extra_l2)
+                              extra_l2=extra_l2, owned=owned, scratch=scratch)
 
 
 def _logit_space(model: Model, theta: Params) -> bool:
@@ -75,15 +107,27 @@ def prox_layout(model: Model, params: Params) -> Params:
 
 def generic_prox_steps(model: Model, theta: Params, anchor: Params, x: torch.Tensor,
                        y: torch.Tensor, *, lam: float, lr: float, steps: int,
-                       extra_l2: float = 0.0) -> Params:
-    """:func:`prox_steps` for any model: ``model.grad`` each step, and the update evaluated
-    as ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead
-    of five)."""
+                       extra_l2: float = 0.0, owned: bool = False,
+                       scratch: dict | None = None) -> Params:
+    """:func:`prox_steps` for any model: ``model.grad`` each step (handed the previous
+    step's gradient to write into: :func:`model_grad`), and the update evaluated as
+    ``(1 − lr(λ + extra_l2)) θ + lr λ anchor − lr ∇f̃_i(θ)`` (three tensor ops instead of
+    five), in place after the first step — or from the first when ``owned`` (``theta`` is
+    the caller's own copy, not ``anchor``).  ``scratch``: a dict the caller keeps across
+    calls; the last gradient is left in it for the next call to write into."""
     keep = 1.0 - lr * (lam + extra_l2)
-    for _ in range(steps):
-        g, _ = model.grad(theta, x, y)
-        theta = {k: torch.add(theta[k] * keep, anchor[k], alpha=lr * lam).sub_(g[k], alpha=lr)
-                 for k in theta}
+    g = None if scratch is None else scratch.get("grad")
+    for s in range(steps):
+        g, _ = model_grad(model, theta, x, y, out=g)
+        if s == 0 and not owned:   # new tensors: ``theta`` (and ``anchor``) not written
+            theta = {k: torch.mul(theta[k], keep) for k in theta}
+        else:           # then the same three operations in place, no temporaries
+            for v in theta.values():
+                v.mul_(keep)
+        for k, v in theta.items():
+            v.add_(anchor[k], alpha=lr * lam).sub_(g[k], alpha=lr)
+    if scratch is not None:
+        scratch["grad"] = g
     return theta
 
 

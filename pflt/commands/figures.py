@@ -152,6 +152,10 @@ def describe_results(path: Path | None) -> str:
                 + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
                 + f"; size {data.get('size', '?')}, seeds {data.get('seeds', '?')}, "
                 f"written {env.get('time_utc', '?') if isinstance(env, dict) else '?'}")
+        idle = Counter(str(c.get("kind")) for c in checks if c.get("verdict") == "NOT RUN")
+        if idle:    # e.g. the worst cases without PEPit: the figures show them missing
+            what += ("; NOT RUN: " + ", ".join(f"{n} {k}" for k, n in sorted(idle.items()))
+                     + " (the figures say so; pflt verify's report says why)")
     except (OSError, ValueError, AttributeError, TypeError):
         what = "not a readable pflt verify results.json"
     return f"verify results drawn: {path} ({what})"

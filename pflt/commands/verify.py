@@ -8,11 +8,20 @@ Examples::
 
 The default size is **full** (each check's ``full`` parameters); ``--quick`` uses each
 check's ``quick`` parameters (well under 10 s per check). Outputs go to ``--out``
-(default ``verify_out``): ``report.md``, ``results.json`` and ``figures/``; the files the
+(default ``verify_out``): ``report.md`` (summary, the checks that need attention, one line
+per check that holds), ``details.md`` (the values of the checks that hold, the tolerances),
+``results.json`` and ``figures/`` (what the checks draw, where they draw); the files the
 previous ``pflt verify`` wrote there are replaced, anything else in ``--out`` is left alone
 (nothing is written through a symbolic link; ``--out`` is locked while the checks run;
 everything is written aside first, so an error or a full disk leaves the previous outputs
-as they were); report.md groups the checks by verdict. Exit code 0 when every
+as they were); report.md groups the checks by verdict.
+
+Cost and resume: before running, the command prints the estimated CPU time of the checks it
+will run, from the per-check costs measured and shipped with the package
+(verification/core/check_costs_table.py; a check never measured at that size is counted
+apart).  Each check that finishes is kept at once in ``OUT/partial/progress.jsonl`` (with
+its figures); a run stopped by Ctrl-C or a kill keeps them, and the same command run again
+skips them and runs the rest; a complete run removes ``OUT/partial``. Exit code 0 when every
 check ran (HOLDS, FAILS, ERRATUM, INCONCLUSIVE or VACUOUS — a FAILS is a finding about the
 paper or our reading of it, not a crash; a VACUOUS bound holds but says nothing beyond its
 trivial bound; NOT RUN: an optional dependency is missing, counted apart with its reason),
@@ -20,12 +29,15 @@ trivial bound; NOT RUN: an optional dependency is missing, counted apart with it
 ``pflt verify --quick --fail-on FAILS,ERROR``), 2 for a usage error. With ``--list``, exit 1 if a check module fails to import.  The table
 ends with the sensitivity line: the median factor on the theoretical side that would flip a
 check's verdict, for the claims against measurements and, apart, for the identity checks
-(code equals our reading of the papers); FAILS and ERRATUM are left out of it.
+(code equals our reading of the papers); FAILS and ERRATUM are left out of it.  The table's
+``sens.`` column is that factor for a check that holds; ``off by`` is how far a FAILS or
+ERRATUM is from holding.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from pflt.cli import UserError
@@ -83,10 +95,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "a finding, not a crash")
     p.add_argument("--list", action="store_true",
                    help="list the registered checks (after --only/--kind) and exit")
+    p.add_argument("--fresh", action="store_true",
+                   help="start over: ignore (and remove) the checks an interrupted run kept "
+                   "in OUT/partial (default: a re-run with the same size and seeds resumes, "
+                   "running only the checks not finished)")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.add_argument("--wide", action="store_true",
                    help="print the table with one line per check, however long its values "
-                   "(default: long values wrap within their column; nothing is cut)")
+                   "(default: the table fits the terminal's width; a long value wraps onto "
+                   "two lines and is cut there with '…' — report.md, details.md and "
+                   "results.json hold it whole)")
     add_device_option(p)
     p.set_defaults(func=with_device(run))
 
@@ -143,14 +161,30 @@ def run(args: argparse.Namespace) -> int:
         except PEPUnavailable as exc:
             raise UserError(str(exc)) from None
     out = check_out_dir(args.out)
-    with out_lock(out), staged(out, "verify") as stage:
-        # the checks write into a fresh staging directory; its files replace the previous
-        # run's in OUT only once everything is written (pflt.staged_out)
-        suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
-                                      seeds=args.seeds, out_dir=stage,
-                                      progress=not args.no_progress, echo=False)
-    print(format_table(suite, width=None if args.wide else CONSOLE_CELL))
-    print(f"wrote {out / 'report.md'} and {out / 'results.json'}")
+    from verification.core.progress import LOG, PARTIAL
+
+    with out_lock(out):
+        try:
+            with staged(out, "verify") as stage:
+                # the checks write into a fresh staging directory; its files replace the
+                # previous run's in OUT only once everything is written (pflt.staged_out);
+                # each finished check is kept meanwhile in OUT/partial (resume)
+                suite = runner.run_and_report(only=args.only, kinds=args.kind,
+                                              size=args.size, seeds=args.seeds,
+                                              out_dir=stage, progress=not args.no_progress,
+                                              echo=False, keep=out, fresh=args.fresh)
+        except KeyboardInterrupt:
+            log = out / PARTIAL / LOG
+            kept = len(log.read_text(encoding="utf-8").splitlines()) if log.is_file() else 0
+            import sys
+
+            print(f"pflt verify: {kept} finished check(s) kept in {log}; the same command "
+                  f"resumes from there (--fresh starts over)", file=sys.stderr)
+            raise
+        shutil.rmtree(out / PARTIAL, ignore_errors=True)   # complete: the record is done
+    print(format_table(suite, width=None if args.wide else CONSOLE_CELL,
+                       terminal=shutil.get_terminal_size((120, 24)).columns))
+    print(f"wrote {out / 'report.md'}, {out / 'details.md'} and {out / 'results.json'}")
     listed = frozenset().union(*args.fail_on) if args.fail_on else frozenset()
     hit = sorted({run.verdict.value for run in suite.runs} & listed)
     if hit:

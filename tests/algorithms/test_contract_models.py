@@ -32,7 +32,7 @@ def test_a_broken_model_fails_the_battery(monkeypatch):
     from algorithms.engine.models import CNN
 
     real = CNN.grad
-    monkeypatch.setattr(CNN, "grad", lambda self, p, x, y: (
+    monkeypatch.setattr(CNN, "grad", lambda self, p, x, y, out=None: (
         {k: -v for k, v in real(self, p, x, y)[0].items()}, real(self, p, x, y)[1]))
     with pytest.raises(AssertionError, match="accuracy"):
         check_contract(registry()["fedavg"], "learns", model="cnn", hidden=8)

@@ -186,3 +186,56 @@ def test_prox_layout_keeps_values_and_the_solve_keeps_the_layout():
     params = dnn.init(2, seed=0, dtype=F64)
     assert prox_layout(dnn, params) is params
     assert prox_layout(MLR(4, 3, l2=0.1), theta) is theta
+
+
+def _cnn_problem(n=3, b=5, seed=0):
+    from algorithms.engine.models import CNN
+
+    gen = torch.Generator().manual_seed(seed)
+    model = CNN(1, 16, 4, channels=(3, 5), hidden=20)
+    params = model.init(n, seed=seed, dtype=F64, same=False)
+    x = torch.randn(4, n, b, 256, generator=gen, dtype=F64)
+    y = torch.randint(0, 4, (4, n, b), generator=gen)
+    return model, params, x, y
+
+
+@pytest.mark.parametrize("owned", [False, True])
+@pytest.mark.parametrize("which", ["dnn", "cnn"])
+def test_local_sgd_in_place_gives_the_plain_iterates_bit_for_bit(which, owned):
+    """The in-place steps (gradients scaled in place, the CNN's written into the previous
+    step's) give ``θ ← θ − lr·g`` exactly; the caller's tensors are written only when
+    ``owned``."""
+    if which == "cnn":
+        model, params, x, y = _cnn_problem()
+    else:
+        model = DNN(6, 3, hidden=7)
+        params = model.init(3, seed=0, dtype=F64, same=False)
+        gen = torch.Generator().manual_seed(0)
+        x, y = torch.randn(4, 3, 5, 6, generator=gen, dtype=F64), torch.randint(0, 3, (4, 3, 5))
+    before = {k: v.clone() for k, v in params.items()}
+    want = dict(before)
+    for r in range(x.shape[0]):
+        g, _ = model.grad(want, x[r], y[r])
+        want = {k: want[k] - 0.1 * g[k] for k in want}
+    got = steps.local_sgd(model, params, x, y, 0.1, owned=owned)
+    for k in want:
+        assert torch.equal(got[k], want[k]), k
+        assert torch.equal(params[k], got[k] if owned else before[k]), k
+
+
+def test_generic_prox_steps_in_place_gives_the_formula_bit_for_bit():
+    model, theta, _, y = _cnn_problem()
+    x = _cnn_problem()[2][0]
+    anchor = {k: v + 0.01 for k, v in theta.items()}
+    before = {k: v.clone() for k, v in theta.items()}
+    keep = 1 - 0.05 * (2.0 + 0.1)
+    want = dict(theta)
+    for _ in range(3):
+        g, _ = model.grad(want, x, y[0])
+        want = {k: torch.add(want[k] * keep, anchor[k], alpha=0.05 * 2.0).sub_(g[k], alpha=0.05)
+                for k in want}
+    got = generic_prox_steps(model, theta, anchor, x, y[0], lam=2.0, lr=0.05, steps=3,
+                             extra_l2=0.1)
+    for k in want:
+        assert torch.equal(got[k], want[k]), k
+        assert torch.equal(theta[k], before[k]), k

@@ -41,11 +41,32 @@ def test_a_clean_figure_passes():
     (lambda fig, ax: (ax.bar([0, 1], [50, 60], label="a"), ax.set_ylim(43, 70)), "bars"),
     (lambda fig, ax: (ax.set_xscale("log"), ax.set_xlim(1, 4)), "log_ticks"),
     (lambda fig, ax: (fig.suptitle("a suptitle", y=0.9), ax.set_title("T\nT\nT")), "overlap"),
+    # issue 45: numbers on bars on top of each other, x ticks running together, the plot a
+    # thin strip beside long labels
+    (lambda fig, ax: (ax.text(2, 2, "12"), ax.text(2.01, 2, "34")), "text_overlap"),
+    (lambda fig, ax: ax.set_xticks([1, 1.05, 3], ["one long tick", "another long", "3"]),
+     "tick_collision"),
+    (lambda fig, ax: (ax.set_yticks([1, 2], ["a long paper name, " * 2, "b"]),
+                      fig.subplots_adjust(left=0.8, right=0.98)), "squeezed"),
+    (lambda fig, ax: fig.subplots_adjust(top=0.9, bottom=0.85), "squeezed"),
 ])
 def test_each_check_fails_on_its_fault(fault, kind):
     fig, ax = _good()
     fault(fig, ax)
     assert kind in _kinds(fig)
+    plt.close(fig)
+
+
+def test_each_new_check_passes_the_repaired_figure():
+    """The same figures, repaired (numbers apart, fewer ticks, short labels), pass: the
+    checks see the fault, not the kind of artist."""
+    fig, ax = _good()
+    ax.text(1.2, 2, "12")
+    ax.text(2.8, 2, "34")
+    ax.set_xticks([1, 2, 3], ["one", "two", "3"])
+    ax.set_yticks([1, 2], ["a", "b"])
+    fig.tight_layout()
+    assert figure_checks.problems(fig) == []
     plt.close(fig)
 
 

@@ -104,3 +104,16 @@ def test_a_failing_module_keeps_its_previous_files(tmp_path, monkeypatch, capsys
     assert "FAILED  b" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "a.csv", "a.png", "b.csv", "b.png"]
+
+
+def test_checks_that_did_not_run_are_named_in_the_drawn_line(tmp_path, monkeypatch, capsys):
+    """Issue 45 item 2: without PEPit the worst cases are NOT RUN; the command says so."""
+    monkeypatch.delenv(verification_summary.ENV_VAR, raising=False)
+    given = tmp_path / "v"
+    given.mkdir()
+    checks = [{"id": f"w{i}", "paper": "pFedMe", "kind": "worst_case", "verdict": "NOT RUN"}
+              for i in range(3)] + [{"id": "b", "paper": "pFedMe", "kind": "bound",
+                                     "verdict": "HOLDS"}]
+    (given / "results.json").write_text(json.dumps({"size": "quick", "checks": checks}))
+    code, printed = _figures(["--out", str(tmp_path / "f"), "--from", str(given)], capsys)
+    assert code == 0 and "NOT RUN: 3 worst_case (the figures say so" in printed

@@ -17,17 +17,22 @@ from synthetic.real_data import registry
 from verification.experiments.reproductions import REPRODUCTIONS
 
 
+#: the CGPFL tables on the small files: 4 clients of 20-30 images (the CGPFL partition's
+#: [400, 5000] images per client, drawn without replacement, do not fit 40 per class)
+SMALL_FMNIST = ["--option", "clients=4", "--option", "clients_per_round=4", "--option",
+                "partition=label-skew", "--option", "size_range=20 30"]
+_CG = {"clients": "4", "clients_per_round": "4", "partition": "label-skew", "size_range": "20 30"}
 SMALL_CNN = {"clients": "4", "clients_per_round": "2", "local_rounds": "2",
              "partition": "label-skew", "size_range": "20 20", "class_assignment": "random"}
 _PLGU_SMALL = {"clients": "4", "clients_per_round": "2", "local_rounds": "2", "head_steps": "2"}
 #: per reproduction: (--option overrides that make it small, the columns the test runs)
 SMALL = {
-    "cgpfl_table1_fmnist": ({"clients": "4", "clients_per_round": "4"}, None),
-    "cgpfl_table1_fmnist_lr_grid": ({"clients": "4", "clients_per_round": "4"}, ["fmnist_mlr"]),
-    "cgpfl_table1_mnist": ({"clients": "4", "clients_per_round": "4"}, None),
+    "cgpfl_table1_fmnist": (_CG, None),
+    "cgpfl_table1_fmnist_lr_grid": (_CG, ["fmnist_mlr"]),
+    "cgpfl_table1_mnist": (_CG, None),
     "cgpfl_table1_cifar10": ({**SMALL_CNN, "clients_per_round": "4", "classes_per_client": "3"}, None),
-    "cgpfl_table2_lambda": ({"clients": "4", "clients_per_round": "4"}, ["mnist_mlr", "fmnist_dnn"]),
-    "cgpfl_fig2_fmnist": ({"clients": "8", "clients_per_round": "8"}, ["fmnist_dnn"]),
+    "cgpfl_table2_lambda": (_CG, ["mnist_mlr", "fmnist_dnn"]),
+    "cgpfl_fig2_fmnist": ({**_CG, "clients": "8", "clients_per_round": "8"}, ["fmnist_dnn"]),
     "pfedme_table1_mnist": ({"clients": "3", "size_range": "20 40", "clients_per_round": "3"}, None),
     "pfedme_figs_mnist": ({"clients": "3", "size_range": "20 40", "clients_per_round": "3"},
                           ["mnist_mlr"]),
@@ -37,6 +42,15 @@ SMALL = {
                               ["cifar10_dir1.0"]),
     "plgu_table1_global": ({k: v for k, v in _PLGU_SMALL.items() if k != "head_steps"}, None),
     "plgu_table2_personalized": (_PLGU_SMALL, None),
+    **{f"pfedme_{t}_transfer_fmnist": ({"clients": "3", "size_range": "20 40",
+                                        "clients_per_round": "3"}, ["fmnist_mlr"])
+       for t in ("table1", "figs")},
+    "ppfe_table1_transfer_fmnist": (SMALL_CNN, None),
+    "ppfe_ablations_transfer_fmnist": (SMALL_CNN, ["fmnist_(100,2)"]),
+    **{f"plgu_{t}_transfer_fmnist": ({**{k: v for k, v in _PLGU_SMALL.items()
+                                          if t == "table2" or k != "head_steps"},
+                                       "size_range": "21 21"}, None)
+       for t in ("table1", "table2", "table4_rho")},
 }
 
 
@@ -64,10 +78,11 @@ def test_every_reproduction_end_to_end_on_small_real_format_files(name, tmp_path
     methods = None
     if name == "cgpfl_table2_lambda":
         methods = [r.label for r in rep.rows if r.label.endswith("λ=12")]
-    if name == "cgpfl_table1_cifar10":
-        # CGPFL-Heur's e(K) needs m > d/e samples (here 60 < 29,186/e; CIFAR-10's
-        # 40 clients hold ~81,000 training samples): every other row runs
-        methods = [r.label for r in rep.rows if r.label != "CGPFL-Heur"]
+    if any(r.algorithm == "cgpfl-heur" for r in rep.rows):
+        # CGPFL-Heur's e(K) needs m > d/e samples (here ~100 < 7,850/e for MLR; the real
+        # 40 clients hold ~80,000 training samples): every other row runs
+        methods = [r.label for r in rep.rows if r.algorithm != "cgpfl-heur"
+                   and (methods is None or r.label in methods)]
     out, runs = tmp_path / "out", tmp_path / "runs"
     for col in rep.columns:
         if only and col.key not in only:
@@ -100,8 +115,7 @@ def test_resumes_and_each_row_reruns_to_its_value(tmp_path, capsys, real_format_
     out, runs = tmp_path / "out", tmp_path / "runs"
     argv = ["reproduce", "cgpfl_table1_fmnist", "--data-dir", str(d), "--seeds", "0", "1",
             "--rounds", "2", "--columns", "fmnist_mlr", "--methods", "FedAvg", "CGPFL (K=4)",
-            "--out", str(out), "--runs-dir", str(runs), "--option", "clients=4",
-            "--option", "clients_per_round=4"]
+            "--out", str(out), "--runs-dir", str(runs), *SMALL_FMNIST]
     with registry.override({"fmnist": entry}):
         assert main(argv) == 0
         first = capsys.readouterr().out
@@ -148,3 +162,105 @@ def test_list_dry_run_and_errors(tmp_path, capsys):
         assert main(["reproduce", *bad, "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1
+
+
+SMALL_RUN = ["cgpfl_table1_fmnist", "--seeds", "0", "1", "--rounds", "2", "--columns",
+             "fmnist_mlr", "--methods", "fedavg", "cgpfl", *SMALL_FMNIST]
+
+
+def _git(cwd, *args) -> str:
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_a_users_run_never_touches_the_shipped_results(tmp_path, capsys, real_format_data,
+                                                       monkeypatch):
+    # issue 45.1: the default wrote into paper_figures/results (tracked); mutation caught:
+    # any default --out under paper_figures/results, or a documented command leaving git dirty
+    import shutil
+
+    from pflt.commands import reproduce
+
+    root = Path(__file__).resolve().parents[2]
+    repo = tmp_path / "clone"
+    (repo / "paper_figures").mkdir(parents=True)
+    shutil.copy(root / ".gitignore", repo / ".gitignore")
+    shutil.copytree(root / "paper_figures" / "results", repo / "paper_figures" / "results",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "shipped")
+    monkeypatch.setattr(reproduce, "SHIPPED", repo / "paper_figures" / "results")
+    monkeypatch.chdir(repo)
+    d, entry = real_format_data(tmp_path / "fmnist", "fmnist")
+    with registry.override({"fmnist": entry}):
+        for argv in (["--list"], ["cgpfl_table1_fmnist", "--dry-run"],
+                     ["cgpfl_table1_fmnist", "--update-shipped", "--dry-run"],
+                     [*SMALL_RUN, "--data-dir", str(d)], [*SMALL_RUN, "--data-dir", str(d)],
+                     ["cgpfl_table1_fmnist", "--report"]):
+            assert main(["reproduce", *argv]) == 0, argv
+            assert _git(repo, "status", "--porcelain") == "", argv
+    out = capsys.readouterr().out
+    user = repo / "runs" / "reproduce" / "cgpfl_table1_fmnist"
+    rows = _rows(user / "cgpfl_table1_fmnist.csv")
+    # (CGPFL has no clients_per_round: every client trains each round)
+    assert len(rows) == 4 and {(r["method"], r["options"]) for r in rows} == {
+        ("FedAvg", "clients=4, clients_per_round=4, partition=label-skew, size_range=20 30"),
+        ("CGPFL (K=4)", "clients=4, partition=label-skew, size_range=20 30")}
+    assert "the shipped paper_figures/results/cgpfl_table1_fmnist.md is unchanged" in out
+    # only the explicit flag writes the shipped table
+    with registry.override({"fmnist": entry}):
+        assert main(["reproduce", *SMALL_RUN, "--data-dir", str(d), "--update-shipped"]) == 0
+    assert "paper_figures/results/cgpfl_table1_fmnist.csv" in _git(repo, "status", "--porcelain")
+
+
+def test_dry_run_of_the_complete_shipped_table_says_nothing_is_left(capsys):
+    # issue 45.1: "0 to run" and no command at all; mutation caught: the --force list not
+    # being the shipped rows' own commands
+    assert main(["reproduce", "cgpfl_table1_fmnist", "--update-shipped", "--dry-run",
+                 "--rounds", "200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("nothing left to run: all 54 cells are finished in ")
+    assert "with --force these 54 would run again:" in lines[1]
+    shipped = {r["command"] for r in _rows(Path(__file__).resolve().parents[2] / "paper_figures"
+                                           / "results" / "cgpfl_table1_fmnist.csv")}
+    assert len(lines) == 56 and set(lines[2:]) <= shipped
+
+
+def test_a_failed_cell_exits_1_names_its_reason_and_runs_again(tmp_path, capsys,
+                                                               real_format_data, monkeypatch):
+    # issue 43.1: exit 0 with a nan row, and the next invocation skipped the failed cell;
+    # mutation caught: failed commands counted as done, or the exit code ignoring failures
+    from pflt.commands import reproduce
+
+    real = reproduce._in_process_launch
+    killed = []
+
+    def launch(argv, log_path):
+        if "cgpfl" in argv and argv[argv.index("--seed") + 1] == "1" and not killed:
+            killed.append(argv)
+            return -9
+        return real(argv, log_path)
+
+    monkeypatch.setattr(reproduce, "_in_process_launch", launch)
+    d, entry = real_format_data(tmp_path / "fmnist", "fmnist")
+    argv = ["reproduce", *SMALL_RUN, "--data-dir", str(d), "--out", str(tmp_path / "o"),
+            "--runs-dir", str(tmp_path / "r")]
+    csv_path, md_path = (tmp_path / "o" / f"cgpfl_table1_fmnist.{x}" for x in ("csv", "md"))
+    with registry.override({"fmnist": entry}):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert ("error: CGPFL (K=4) on fmnist_mlr, seed 1: exit -9: killed by signal 9 (SIGKILL)"
+                in err) and "1 of 4 cells failed" in err
+        assert "| 0 (seed 1 failed) |" in md_path.read_text()
+        assert main(["reproduce", *SMALL_RUN, "--data-dir", str(d), "--out", str(tmp_path / "o"),
+                     "--runs-dir", str(tmp_path / "r"), "--dry-run"]) == 0
+        dry = capsys.readouterr().out
+        assert "1 failed before (they run again)" in dry and "cgpfl-k-4.fmnist_mlr.s1 failed" in dry
+        assert main(argv) == 0
+        assert "3 of 4 cells already in" in capsys.readouterr().out
+    rows = _rows(csv_path)
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}
+    assert "seed 1 failed" not in md_path.read_text() and "Incomplete" not in md_path.read_text()

@@ -128,10 +128,10 @@ def test_verification_summary_from_results_json(fake_registry, tmp_path, monkeyp
     zero = {"ERRATUM": "0", "INCONCLUSIVE": "0", "NOT RUN": "0"}
     assert rows == [
         {"paper": "Paper A", "HOLDS": "2", "FAILS": "1", **zero, "ERROR": "0", "VACUOUS": "0",
-         "total": "3", "reconstructed": "1"},
+         "total": "3", "reconstructed": "1", "sources": "Paper A"},
         {"paper": "Paper B", "HOLDS": "0", "FAILS": "0", **zero, "ERROR": "1", "VACUOUS": "0",
          "total": "1",
-         "reconstructed": "0"},
+         "reconstructed": "0", "sources": "Paper B"},
     ]
 
 
@@ -172,7 +172,8 @@ def test_verification_summary_counts_erratum_and_inconclusive(tmp_path, monkeypa
     verification_summary.make(tmp_path / "figs")
     rows = _read_csv(tmp_path / "figs" / "verification_summary.csv")
     assert rows == [{"paper": "P", "HOLDS": "1", "FAILS": "0", "ERRATUM": "2",
-                     "INCONCLUSIVE": "1", "ERROR": "0", "VACUOUS": "0", "NOT RUN": "0", "total": "4", "reconstructed": "0"}]
+                     "INCONCLUSIVE": "1", "ERROR": "0", "VACUOUS": "0", "NOT RUN": "0", "total": "4", "reconstructed": "0",
+                     "sources": "P"}]
 
 
 def test_verification_summary_rejects_foreign_json(tmp_path, monkeypatch):
@@ -203,3 +204,41 @@ def test_figures_verify_results_option_reaches_the_summary(tmp_path, monkeypatch
     assert [(r["paper"], r["FAILS"]) for r in rows] == [("Q", "1")]
     assert main(["figures", "--verify-results", str(tmp_path / "nope"), "--out",
                  str(tmp_path / "f")]) == 2
+
+
+TIMED = """
+import time
+
+def make(out_dir, *, quick=False, seed=0):
+    {body}
+    png, data = out_dir / "{name}.png", out_dir / "{name}.csv"
+    png.write_bytes(b"x")
+    data.write_text("x\\n1\\n")
+    return [png, data]
+"""
+
+
+def test_each_module_reports_its_cpu_and_wall_time_as_it_finishes(tmp_path, monkeypatch,
+                                                                  capsys):
+    """Issue 45 item 4: a module that waits costs wall time but no CPU, one that computes
+    costs CPU; both are printed when each finishes (stderr) and summed at the end."""
+    name = f"timedfigs_{uuid.uuid4().hex[:8]}"
+    root = tmp_path / "src" / name
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "sleeper.py").write_text(TIMED.format(name="sleeper", body="time.sleep(0.4)"))
+    (root / "spinner.py").write_text(TIMED.format(
+        name="spinner", body="t = time.process_time()\n    while time.process_time() - t "
+                             "< 0.3:\n        pass"))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    results = {r.name: r for r in driver.run_figures(out_dir=tmp_path / "o", package=name,
+                                                     progress=True)}
+    err = capsys.readouterr().err
+    assert results["sleeper"].seconds >= 0.4 and results["sleeper"].cpu_seconds < 0.2
+    assert results["spinner"].cpu_seconds >= 0.3
+    for mod in ("sleeper", "spinner"):
+        assert f"done  {mod}: {results[mod].timing()}" in err
+    summary = driver.format_results(list(results.values()))
+    cpu = results["sleeper"].cpu_seconds + results["spinner"].cpu_seconds
+    assert f"total CPU {cpu:.1f} s" in summary.splitlines()[-1]
+    assert f"ok      sleeper ({results['sleeper'].timing()})" in summary

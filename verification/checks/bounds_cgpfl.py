@@ -66,19 +66,78 @@ def planted_quadratic(clients: int, k0: int, dim: int, samples: int, seed: int):
     return fed, assign
 
 
+#: relative agreement required between the engine's diagnostics and the check's own
+#: computation of them: both are float64 sums of the same O(N d) terms in another order
+TWICE_TOL = 1e-9
+
+
+def own_diagnostics(alg, state, fed) -> tuple[float, float]:
+    """The check's own (1/K)‖∇G_K(Ω^t)‖² and (1/N)Σ_i‖ω^t_{k(i)} − θ̃_i‖² of round t, in
+    numpy from the round's mini-batches (issue 41: the checks read the engine's diagnostics
+    and nothing else).  For the checks' setting only — QuadraticMean clients
+    f̃_i(θ) = ½ mean_B‖θ − x‖² and one personal step from θ = ω: θ̃_i = ω − η_p(ω − x̄_{i,B})
+    (docs/formulas.md §A.7: ∇G_k = (2K/N) Σ_{i∈C_k}(ω_k − θ̃_i))."""
+    if alg.inner_steps != 1:
+        raise ValueError("own_diagnostics needs inner_steps = 1 (one personal step)")
+    batches = fed.sample_batches(alg.local_rounds, alg.batch_size, state.generator())
+    omega = np.concatenate([v.detach().cpu().double().numpy().reshape(v.shape[0], -1)
+                            for v in state.models["context"].values()], 1)
+    labels = state.tensors["assignment"].cpu().numpy()
+    k, n = omega.shape[0], fed.num_clients
+    grad = np.zeros_like(omega)
+    gaps = []
+    for i in range(n):
+        x, _ = fed.train.gather(batches[0, i:i + 1])
+        xbar = x[0].detach().cpu().double().numpy().reshape(x.shape[1], -1).mean(0)
+        gap = alg.personal_lr * (omega[labels[i]] - xbar)
+        grad[labels[i]] += 2.0 * k / n * gap
+        gaps.append(float(gap @ gap))
+    return float((grad ** 2).sum() / k), float(np.mean(gaps))
+
+
+def _record(rec: dict, state, own: tuple[float, float]) -> None:
+    rec["grad"].append(float(state.tensors["grad_G_sq_over_K"]))
+    rec["gap"].append(float(state.tensors["personal_gap_sq"]))
+    rec["grad_own"].append(own[0])
+    rec["gap_own"].append(own[1])
+
+
+def computed_twice(out: Outcome, rec: dict) -> Outcome:
+    """``out`` when the engine's diagnostics equal the check's own computation
+    (:func:`own_diagnostics`) to :data:`TWICE_TOL` relative, with the agreement in the
+    detail; otherwise FAILS naming the disagreement (the measured side is wrong)."""
+    from dataclasses import replace as _replace
+
+    worst = 0.0
+    for key in ("grad", "gap"):
+        a, b = np.asarray(rec[key], float), np.asarray(rec[f"{key}_own"], float)
+        worst = max(worst, float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))))
+    extra = {**out.extra, "diagnostics_computed_twice_rel": worst}
+    if worst <= TWICE_TOL:
+        return _replace(out, detail=f"{out.detail}; measured side computed twice (engine "
+                                    f"diagnostics vs the check's own): rel. diff {worst:.2g}",
+                        extra=extra)
+    return Outcome(measured=out.measured, theoretical=out.theoretical, holds=False,
+                   detail=(f"the engine's diagnostics (1/K)‖∇G_K‖², personal gap differ from "
+                           f"the check's own computation by {worst:.3g} relative (> "
+                           f"{TWICE_TOL:g}): the measured side is wrong; {out.detail}"),
+                   tightness=out.tightness, extra=extra)
+
+
 def _run(alg, fed, model, rounds: int, seed: int) -> dict:
-    """Engine run; per round t: (1/K)‖∇G_K(Ω^t)‖², personal gap (1/N)Σ‖θ̃_i − ω^t_{k(i)}‖²,
-    ‖Ω^t‖², cluster sizes."""
+    """Engine run; per round t: (1/K)‖∇G_K(Ω^t)‖², personal gap (1/N)Σ‖θ̃_i − ω^t_{k(i)}‖²
+    (the engine's and, ``*_own``, the check's own), ‖Ω^t‖², cluster sizes."""
     state = alg.init(fed, model, seed)
-    rec = {"grad": [], "gap": [], "omega_sq": [], "max_cluster": []}
+    rec = {"grad": [], "gap": [], "grad_own": [], "gap_own": [], "omega_sq": [],
+           "max_cluster": []}
     for _ in range(rounds):
         omega = flatten(state.models["context"])
         labels = state.tensors["assignment"]
         rec["omega_sq"].append(float((omega ** 2).sum()))
         rec["max_cluster"].append(int(torch.bincount(labels).max()))
+        own = own_diagnostics(alg, state, fed)
         state = alg.round(state, fed, model)
-        rec["grad"].append(float(state.tensors["grad_G_sq_over_K"]))
-        rec["gap"].append(float(state.tensors["personal_gap_sq"]))
+        _record(rec, state, own)
     rec["omega_sq"].append(float((flatten(state.models["context"]) ** 2).sum()))
     return {k: np.array(v) for k, v in rec.items()}
 
@@ -142,7 +201,7 @@ def thm41_stepwise(ctx: Context) -> Outcome:
     composed = th.theorem41_stepwise(  # L_G of G_k(θ̂(ω)) for these clients: ÷ (1+λ)²
         alpha_hat=R * beta, alpha=1.0, lipschitz_g=lip_g / (1 + p["lam"]) ** 2,
         inexactness=math.sqrt(delta_sq), k=k, n_clients=n, local_rounds=R, rounds=T, **c)
-    return bound_outcome(
+    return computed_twice(bound_outcome(
         measured, _shrunk(bound, p), trivial=c["rho_g"] ** 2 / k,
         detail=(f"T = {T}, K = {k}, N = {n}, R = {R}, alpha = 1, beta = {beta:.4g}, "
                 f"L_G = {lip_g:.3g}, delta^2 = {delta_sq:.3g}, rho_Omega^2 = "
@@ -151,7 +210,7 @@ def thm41_stepwise(ctx: Context) -> Outcome:
                 f"L_G/(1+lam)^2 (composed G_k): bound {composed:.4g}"),
         extra={"certificate": OPTIMISATION_NA,
                "constants": {**c, "beta": beta, "L_G": lip_g, "delta_sq": delta_sq},
-               "bound_composed_LG": composed, "grad_per_round": rec["grad"].tolist()})
+               "bound_composed_LG": composed, "grad_per_round": rec["grad"].tolist()}), rec)
 
 
 def _case_rule(c: dict, *, lip_g: float, delta_sq: float, k: int, n: int, R: int,
@@ -193,7 +252,7 @@ def thm41_final(ctx: Context) -> Outcome:
                + 4 * math.sqrt(32 * rk * 832 * delta_sq * lip_g ** 2 / (k * n * R * T))
                + b.inexactness_floor)
     measured = float(rec["grad"].mean())
-    return bound_outcome(
+    return computed_twice(bound_outcome(
         measured, _shrunk(b.generalized, p), trivial=c["rho_g"] ** 2 / k,
         detail=(f"T = {T}, K = {k}, N = {n}, R = {R}, beta = {beta:.4g} (case rule; the "
                 f"re-measured constants' rule is {drift:.3g} x this step), alpha_hat0 "
@@ -205,7 +264,7 @@ def thm41_final(ctx: Context) -> Outcome:
                "constants": {**c, "beta": beta, "L_G": lip_g, "delta_sq": delta_sq},
                "terms": {"optimization": b.optimization_term, "variance": b.variance_term,
                          "floor": b.inexactness_floor}, "bound_derived_constants": derived,
-               "case_rule_drift": drift})
+               "case_rule_drift": drift}), rec)
 
 
 # ------------------------------------------------------------------ Theorem 4.1(b)
@@ -227,37 +286,41 @@ def thm41b_personal(ctx: Context) -> Outcome:
     p = ctx.params
     lams = np.array(p["lams"], dtype=float)
     measured, shape, other = [], [], []
+    both = {"grad": [], "gap": [], "grad_own": [], "gap_own": []}
     for lam in lams:
         q = {**p, "lam": float(lam)}
         fed, model, curv, delta_sq, lip_g = _thm41_setup(q, ctx.seed)
         beta = 1.0 / (math.sqrt(416.0) * p["local_rounds"] * lip_g)
         rec, div_run, div_opt = _run_with_diversity(_alg(q, curv, beta), fed, model,
                                                     p["rounds"], ctx.seed)
+        for key in both:
+            both[key] += rec[key].tolist()
         measured.append(float(rec["gap"].mean()))
         power = p.get("lam_power", 2)         # tests: a wrong exponent of λ must FAIL
         shape.append(float(rec["grad"].mean()) + div_opt / lam ** power + delta_sq)
         other.append(float(rec["grad"].mean()) + div_run / lam ** power + delta_sq)
     measured, shape, other = map(np.array, (measured, shape, other))
     alt = measured / other
-    return envelope_with_mutation(
+    return computed_twice(envelope_with_mutation(
         measured, shape, p, grid=lams, name="λ",
         detail=(f"lam = {lams.tolist()}; measured {np.array2string(measured, precision=3)}; "
                 f"reading (i) delta_G^2 over the run's theta (circular): spread "
                 f"{alt.max() / alt.min():.3g}, C = {alt.max():.3g}"),
         extra={"lam": lams.tolist(), "measured": measured.tolist(), "shape": shape.tolist(),
-               "shape_reading_run_theta": other.tolist()})
+               "shape_reading_run_theta": other.tolist()}), both)
 
 
 def _run_with_diversity(alg, fed, model, rounds: int, seed: int):
     """:func:`_run` plus δ_G² readings: max_t max_k within-context variance of θ̃_i (run) and
     of the clients' optima x̄_i (QuadraticMean: the minimiser of f_i) under the run's labels."""
     state = alg.init(fed, model, seed)
-    rec = {"grad": [], "gap": []}
+    rec = {"grad": [], "gap": [], "grad_own": [], "gap_own": []}
     x, _ = est.client_data(fed)
     optima = x.mean(1)
     div_run = div_opt = 0.0
     for _ in range(rounds):
         labels = state.tensors["assignment"]
+        own = own_diagnostics(alg, state, fed)
         state = alg.round(state, fed, model)
         theta = flatten(state.models["personalized"])
         for kk in labels.unique():
@@ -268,6 +331,5 @@ def _run_with_diversity(alg, fed, model, rounds: int, seed: int):
                     div_run = max(div_run, v)
                 else:
                     div_opt = max(div_opt, v)
-        rec["grad"].append(float(state.tensors["grad_G_sq_over_K"]))
-        rec["gap"].append(float(state.tensors["personal_gap_sq"]))
+        _record(rec, state, own)
     return {k: np.array(v) for k, v in rec.items()}, div_run, div_opt

@@ -1,5 +1,7 @@
 """Render a suite run (:class:`verification.core.runner.SuiteRun`): ``results.json``,
-``report.md`` and the terminal table.
+``report.md`` (the summary, the checks that need attention, one line per check that holds,
+the tightness table), ``details.md`` (every HOLDS check's values, detail and figures; the
+tolerances) and the terminal table.
 
 ``results.json`` layout::
 
@@ -62,25 +64,28 @@ def _figures(run: "CheckRun", out_dir: Path | None) -> list[str]:
     return [_relative(f, out_dir) for r in run.results for f in r.figures]
 
 
+def check_entry(run: "CheckRun", out_dir: Path | None = None) -> dict[str, Any]:
+    """One check's entry of ``results.json`` (figure paths relative to ``out_dir``)."""
+    c = run.check
+    per_seed = []
+    for r in run.results:
+        d = r.to_dict()
+        d["figures"] = [_relative(f, out_dir) for f in r.figures]
+        per_seed.append(d)
+    return json_safe({
+        "id": c.id, "paper": c.paper, "paper_id": c.paper_id, "cited": c.cited,
+        "reference": c.reference, "kind": c.kind, "reconstructed": c.reconstructed,
+        "tolerance": c.tolerance, "tolerance_reason": c.tolerance_reason,
+        "description": c.description, "verdict": run.verdict.value, "seeds_holding": run.seeds_holding,
+        "n_seeds": len(run.results), "seconds": round(run.seconds, 4),
+        "cpu_seconds": None if run.cpu_seconds is None else round(run.cpu_seconds, 3),
+        "figures": _figures(run, out_dir), "results": per_seed,
+    })
+
+
 def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, Any]:
     """The content of ``results.json`` (figure paths relative to ``out_dir``)."""
-    checks = []
-    for run in suite.runs:
-        c = run.check
-        per_seed = []
-        for r in run.results:
-            d = r.to_dict()
-            d["figures"] = [_relative(f, out_dir) for f in r.figures]
-            per_seed.append(d)
-        checks.append({
-            "id": c.id, "paper": c.paper, "paper_id": c.paper_id, "cited": c.cited,
-            "reference": c.reference, "kind": c.kind, "reconstructed": c.reconstructed,
-            "tolerance": c.tolerance, "tolerance_reason": c.tolerance_reason,
-            "description": c.description,
-            "verdict": run.verdict.value, "seeds_holding": run.seeds_holding,
-            "n_seeds": len(run.results), "seconds": round(run.seconds, 4),
-            "figures": _figures(run, out_dir), "results": per_seed,
-        })
+    checks = [check_entry(run, out_dir) for run in suite.runs]
     return json_safe({"environment": suite.environment, "size": suite.size,
                       "seeds": list(suite.seeds), "summary": suite.counts(),
                       "sensitivity_summary": sensitivity_line(suite),
@@ -234,7 +239,35 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
             for run in group:
                 lines += _explained(run, suite.size, out_dir)
             continue
-        lines += ["| id | paper | reference | kind | R | measured | theoretical | verdict "
+        lines += [f"One line per check; its values, detail and figures are in [{DETAILS}]"
+                  f"({DETAILS}).", "", "| id | paper | kind | R | verdict | sensitivity |",
+                  "|---|---|---|---|---|---|"]
+        for run in group:
+            c = run.check
+            cells = [f"`{c.id}`", c.paper, c.kind, "R" if c.reconstructed else "",
+                     f"**{_verdict_cell(run)}**", _sensitivity_cell(run)]
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    lines += tightness_markdown(suite)  # bound/envelope checks (verification/core/tightness.py)
+    if any(run.check.tolerance_reason for run in suite.runs):
+        lines += ["", f"Every check's tolerance and its reason: [{DETAILS}]({DETAILS})."]
+    return "\n".join(lines) + "\n"
+
+
+#: the companion of report.md: what a reader looks up, not what needs attention (the
+#: quick suite's report.md was 149 KB with it)
+DETAILS = "details.md"
+
+
+def details_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
+    """The content of ``details.md``: every HOLDS check with its values, detail and figures,
+    and every check's tolerance with its reason."""
+    lines = ["# pfl-theory verification report: details", "",
+             "The checks that hold, with their values, and the tolerances; the summary and the "
+             "checks that need attention are in [report.md](report.md)."]
+    group = [run for run in suite.runs if run.verdict.value == "HOLDS"]
+    if group:
+        lines += ["", f"## HOLDS ({len(group)})", "",
+                  "| id | paper | reference | kind | R | measured | theoretical | verdict "
                   "| sensitivity | detail | figures |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for run in group:
             c, r0 = run.check, _first(run)
@@ -245,7 +278,6 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
                      f"**{_verdict_cell(run)}**", _sensitivity_cell(run), short(r0.detail, None),
                      fig_cell]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-    lines += tightness_markdown(suite)  # bound/envelope checks (verification/core/tightness.py)
     if any(run.check.tolerance_reason for run in suite.runs):
         lines += ["", "## Tolerances", ""]
         for run in suite.runs:
@@ -256,8 +288,13 @@ def report_markdown(suite: "SuiteRun", out_dir: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: width of the console table's value columns; longer values wrap onto further lines
+#: width of the console table's value columns when the terminal's width is not known
 CONSOLE_CELL = 28
+#: lines a console cell may take: a longer value (a selection check's dozen numbers) is cut
+#: with "…" — report.md and results.json hold it whole, ``--wide`` prints it on one line
+MAX_CELL_LINES = 2
+#: a value column is never narrower than this, however narrow the terminal
+MIN_CELL = 14
 
 
 def _tightness_cell(run: "CheckRun") -> str:
@@ -271,32 +308,63 @@ def _tightness_cell(run: "CheckRun") -> str:
     return "-" if r is None else _num(r.tightness)
 
 
-def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
-    """A plain-text table for the terminal, followed by the summary line.  Nothing is cut:
-    a measured/theoretical value longer than ``width`` wraps onto further lines of its row
-    (``width=None``: one line per check, as wide as it takes — ``pflt verify --wide``)."""
+def _sensitivity_columns(run: "CheckRun") -> tuple[str, str]:
+    """``(sensitivity, off by)``: the factor that would flip a check that holds (how much the
+    check could detect) and, apart, how far a FAILS or ERRATUM is from holding — one number
+    never means both."""
+    value = _short_sensitivity(run)
+    if run.verdict.value in ("FAILS", "ERRATUM"):
+        return "-", value
+    return value, "-"
+
+
+def _fit(text: str, width: int, max_lines: int) -> list[str]:
+    """``text`` wrapped to ``width``, at most ``max_lines`` lines, the last ending in "…" when
+    something was left out."""
     import textwrap
 
+    lines = textwrap.wrap(text, width, break_long_words=True) or [""]
+    if len(lines) <= max_lines:
+        return lines
+    last = lines[max_lines - 1]
+    return lines[:max_lines - 1] + [(last[:width - 1] if len(last) >= width else last) + "…"]
+
+
+def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL,
+                 terminal: int | None = None, max_lines: int = MAX_CELL_LINES) -> str:
+    """A plain-text table for the terminal, followed by the summary line.  A value longer
+    than its column wraps onto at most ``max_lines`` lines and is cut there with "…" (the
+    whole value is in report.md and results.json); with ``terminal`` (its width in
+    characters) the value columns share what the other columns leave, at least
+    :data:`MIN_CELL` each; ``width=None``: one line per check, nothing cut (``pflt verify
+    --wide``).  ``sens.`` is the factor that would flip a check that holds, ``off by`` how far
+    a FAILS or ERRATUM is from holding."""
     header = ("id", "kind", "R", "measured", "theoretical", "tightness", "verdict", "sens.",
-              "s")
+              "off by", "s")
     only_worst = bool(suite.runs) and all(run.check.kind == "worst_case" for run in suite.runs)
     if only_worst:  # pflt verify --kind worst_case: name the three numbers
         header = ("id", "kind", "R", "engine", "worst case", "bound", "tightness", "verdict",
-                  "sens.", "s")
-    rows: list[tuple[str, ...]] = []
+                  "sens.", "off by", "s")
+    value_columns = (3, 4, 5) if only_worst else (3, 4)
+    cells_of = []
     for run in suite.runs:
         values = (worst_case_cells(run) if only_worst and run.verdict.value
                   not in ("NOT RUN", "ERROR") else ("-", "-", "-") if only_worst
                   else value_cells(run))
-        cells = (run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
-                 *values, _tightness_cell(run),
-                 _verdict_cell(run), _short_sensitivity(run), f"{run.seconds:.1f}")
+        cells_of.append((run.check.id, run.check.kind, "R" if run.check.reconstructed else "",
+                         *values, _tightness_cell(run), _verdict_cell(run),
+                         *_sensitivity_columns(run), f"{run.seconds:.1f}"))
+    if width is not None and terminal is not None:
+        fixed = sum(max([len(h)] + [len(c[i]) for c in cells_of]) + 2
+                    for i, h in enumerate(header) if i not in value_columns)
+        width = max(MIN_CELL, (terminal - fixed) // len(value_columns) - 2)
+    rows: list[tuple[str, ...]] = []
+    for cells in cells_of:
         if width is None:
             rows.append(cells)
             continue
-        value_columns = (3, 4, 5) if only_worst else (3, 4)
-        wrapped = [textwrap.wrap(c, width, break_long_words=True) or [""]
-                   if i in value_columns else [c] for i, c in enumerate(cells)]
+        wrapped = [_fit(c, width, max_lines) if i in value_columns else [c]
+                   for i, c in enumerate(cells)]
         for k in range(max(len(w) for w in wrapped)):
             rows.append(tuple(w[k] if k < len(w) else "" for w in wrapped))
     widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
@@ -305,6 +373,9 @@ def format_table(suite: "SuiteRun", *, width: int | None = CONSOLE_CELL) -> str:
         return "  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip()
 
     out = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
+    if any(r[i].endswith("…") for r in rows for i in value_columns):
+        out.append("… = cut here: report.md and results.json hold every value "
+                   "(pflt verify --wide prints them whole)")
     out.append(sensitivity_line(suite))
     out.extend(not_run_lines(suite))
     out.append(summary_line(suite.counts()))
@@ -322,7 +393,7 @@ def _short_sensitivity(run: "CheckRun") -> str:
 
 
 def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:
-    """Write ``results.json`` and ``report.md`` into ``out_dir`` (each atomically: a
+    """Write ``results.json``, ``report.md`` and ``details.md`` into ``out_dir`` (each atomically: a
     failed write leaves no half file and its error names the file); return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -333,4 +404,5 @@ def write_outputs(suite: "SuiteRun", out_dir: Path) -> tuple[Path, Path]:
                                                allow_nan=False) + "\n")
     report_path = out_dir / "report.md"
     atomic_write_text(report_path, report_markdown(suite, out_dir))
+    atomic_write_text(out_dir / DETAILS, details_markdown(suite, out_dir))
     return results_path, report_path

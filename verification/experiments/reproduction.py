@@ -121,6 +121,13 @@ class Cell:
     def command(self, data_dir: str | None, out: str) -> str:
         return "pflt run " + shlex.join(self.argv(data_dir, out))
 
+    @property
+    def options_text(self) -> str:
+        """The ``--option`` replacements of this cell as ``key=value, …`` (``""``: the
+        entry's setting): the CSV's ``options`` column, which the markdown groups by."""
+        return ", ".join(f"{k}={' '.join(map(str, v)) if isinstance(v, (tuple, list)) else v}"
+                         for k, v in self.overrides)
+
 
 def _option(key: str, value) -> list[str]:
     flag = "--" + key.replace("_", "-")
@@ -164,3 +171,80 @@ def cost_seconds(rep: Reproduction, cell_list) -> float:
         per = rep.round_seconds.get((c.row.algorithm, c.column.model), rep.default_round_seconds)
         total += 12.0 + per * c.rounds
     return total
+
+
+#: ``pflt run`` options that a cell sets itself or that define its row or column: never an
+#: ``--option`` (a replacement would run another method under the row's label, or be
+#: silently overridden by the cell's own value)
+FIXED_OPTIONS = {
+    "algorithm": "the row's algorithm (choose rows with --methods)",
+    "variant": "the row's variant (its label names it)",
+    "data": "the column's dataset (give its files with --data-dir)",
+    "model": "the column's model (choose columns with --columns)",
+    "seed": "the cell's training seed (use --seeds)",
+    "data_seed": "the partition's seed (fixed at 0, as in the papers)",
+    "rounds": "the cell's rounds (use --rounds)",
+    "eval_every": "the entry's evaluation period",
+    "out": "the cell's run directory (use --runs-dir)",
+    "overwrite": "set by every cell",
+    "no_progress": "set by every cell",
+    "resume": "a cell always runs from round 0",
+    "config": "a file could replace any option of the cell",
+    "plugin": "load plugins with pflt --plugin before the command",
+    "help": "not a run option",
+}
+
+
+def distinguishing_options(rep: Reproduction) -> set[str]:
+    """Hyper-parameters whose value tells two rows of one algorithm apart on a column
+    (CGPFL's K in Fig. 2, λ in Table 2, lr in the lr grid): replacing one would run the same
+    method under several labels."""
+    keys = set()
+    for col in rep.columns:
+        values: dict = {}
+        for row in rep.rows:
+            if row.columns is not None and col.key not in row.columns:
+                continue
+            for k, v in {**row.hp, **col.hp, **row.column_hp.get(col.key, {})}.items():
+                values.setdefault((row.algorithm, k), set()).add(repr(v))
+        keys |= {k for (_, k), vs in values.items() if len(vs) > 1}
+    return keys
+
+
+def check_overrides(rep: Reproduction, overrides: dict) -> None:
+    """``ValueError`` (one line) for an ``--option`` that a cell sets itself, that defines a
+    row or column (:data:`FIXED_OPTIONS`) or tells the rows apart
+    (:func:`distinguishing_options`)."""
+    rows_apart = distinguishing_options(rep)
+    for key in overrides:
+        if key in FIXED_OPTIONS:
+            raise ValueError(f"--option {key}=…: {FIXED_OPTIONS[key]}; it cannot be replaced")
+        if key in rows_apart:
+            raise ValueError(f"--option {key}=…: {key} tells the rows of {rep.name} apart "
+                             "(their labels fix it); it cannot be replaced for every row")
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def resolve_methods(rep: Reproduction, names) -> list[str]:
+    """The row labels ``names`` mean: a label as the paper prints it, the same ignoring case,
+    spaces and punctuation (``pfedme-pm``), or a registered algorithm name (``pfedme``,
+    ``cgpfl-heur``).  ``ValueError`` (one line) for a name that matches no row, or several
+    (listing them)."""
+    labels = [r.label for r in rep.rows]
+    out: list[str] = []
+    for name in names:
+        hits = [name] if name in labels else (
+            [r.label for r in rep.rows if _norm(r.label) == _norm(name)]
+            or [r.label for r in rep.rows if _norm(r.algorithm) == _norm(name)])
+        if not hits:
+            algs = sorted({r.algorithm for r in rep.rows})
+            raise ValueError(f"unknown method {name!r}; {rep.name} has {labels} (or by "
+                             f"algorithm: {', '.join(algs)})")
+        if len(hits) > 1:
+            raise ValueError(f"--methods {name!r} is ambiguous in {rep.name}: it names "
+                             f"{hits}; give one of these labels")
+        out += [h for h in hits if h not in out]
+    return out

@@ -21,25 +21,34 @@ from verification.experiments.reproduction import Reproduction
 Z = 2.0
 
 
+def _ok(r: dict) -> bool:
+    return r.get("status", "ok") in ("ok", "")
 
 
 def summarize(rows: list[dict]) -> dict:
-    """``{(column, method): {"last": (mean, sd, n), "best": …, "rounds": {T…}, "failed": k}}``
-    in %, from the CSV rows (a row without ``column`` uses its ``model``)."""
-    acc = defaultdict(lambda: {"last": [], "best": [], "rounds": set(), "failed": 0, "seeds": set()})
+    """``{(column, method): {"last": (mean, sd, n), "best": …, "rounds": {T…}, "failed": k,
+    "seeds": [finished seeds], "failed_seeds": {seed: reason}}}`` in %, from the CSV rows (a
+    row without ``column`` uses its ``model``)."""
+    acc = defaultdict(lambda: {"last": [], "best": [], "rounds": set(), "failed": 0,
+                               "seeds": set(), "failed_seeds": {}})
     for r in rows:
         key = (r.get("column") or r["model"], r["method"])
         a = acc[key]
         a["rounds"].add(r.get("rounds", ""))
-        if r.get("status", "ok") not in ("ok", ""):
+        if not _ok(r):
             a["failed"] += 1
+            a["failed_seeds"][int(r["seed"])] = (f"{r.get('status')}: {r.get('reason')}"
+                                                 if r.get("reason") else str(r.get("status")))
             continue
         a["seeds"].add(int(r["seed"]))
         a["last"].append(100.0 * float(r["value"]))
         best = r.get("best_value", "")
         a["best"].append(100.0 * float(best) if best not in ("", None) else math.nan)
     return {k: {"last": mean_sd(v["last"]), "best": mean_sd(v["best"]), "rounds": v["rounds"],
-                "failed": v["failed"], "seeds": sorted(v["seeds"])} for k, v in acc.items()}
+                "failed": v["failed"], "seeds": sorted(v["seeds"]),
+                "failed_seeds": {s: why for s, why in sorted(v["failed_seeds"].items())
+                                 if s not in v["seeds"]}}
+            for k, v in acc.items()}
 
 
 def ordering(summary: dict, column: str, better: str, worse: str,
@@ -59,28 +68,20 @@ def ordering(summary: dict, column: str, better: str, worse: str,
                f"± {se:.2f} (se, {na}+{nb} seeds): {v.value}")
 
 
-def _selected_k(rows: list[dict], column: str) -> dict:
-    """``{method: [(seed, K̂)]}`` read from the run directories (the ``--out`` of each row's
-    command) whose ``summary.json`` has ``k_hat``; rows whose run directory is absent are
-    left out."""
-    import json
-    import shlex
-    from pathlib import Path
+#: algorithms whose runs choose a K (``k_hat`` of their summary.json, the CSV's column)
+SELECTS_K = ("cgpfl-heur",)
 
+
+def _selected_k(rep: Reproduction, rows: list[dict]) -> dict:
+    """``{method: [(seed, K̂ or "not recorded")]}`` from the CSV's ``k_hat`` column, for the
+    finished rows of the methods whose algorithm chooses K."""
+    chooses = {r.label for r in rep.rows if r.algorithm in SELECTS_K}
     out: dict = {}
     for r in rows:
-        if (r.get("column") or r["model"]) != column or r.get("status", "ok") != "ok":
+        if not _ok(r) or (r["method"] not in chooses and not r.get("k_hat")):
             continue
-        argv = shlex.split(r["command"])
-        if "--out" not in argv:
-            continue
-        path = Path(argv[argv.index("--out") + 1]) / "summary.json"
-        try:
-            k = json.loads(path.read_text()).get("k_hat")
-        except (OSError, ValueError):
-            continue
-        if k is not None:
-            out.setdefault(r["method"], []).append((int(r["seed"]), int(k)))
+        k = r.get("k_hat") or "not recorded"
+        out.setdefault(r["method"], []).append((int(r["seed"]), k))
     return {m: sorted(v) for m, v in out.items()}
 
 
@@ -94,14 +95,15 @@ def _gap(m: float, paper) -> str:
     return "–" if paper is None or not math.isfinite(m) else f"{m - paper:+.2f}"
 
 
-def by_rounds(rows: list[dict], column: str) -> dict[int, list[dict]]:
-    """The rows of ``column`` grouped by their rounds T (most rows first, then larger T):
-    runs of different T are never averaged together."""
-    groups: dict[int, list[dict]] = {}
+def by_rounds(rows: list[dict], column: str) -> dict[tuple[int, str], list[dict]]:
+    """The rows of ``column`` grouped by (rounds T, ``--option`` replacements), most rows
+    first, then larger T, then the entry's own setting: runs of different T or options are
+    never averaged together."""
+    groups: dict[tuple[int, str], list[dict]] = {}
     for r in rows:
         if (r.get("column") or r["model"]) == column:
-            groups.setdefault(int(r.get("rounds") or 0), []).append(r)
-    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), -kv[0])))
+            groups.setdefault((int(r.get("rounds") or 0), r.get("options") or ""), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), -kv[0][0], kv[0][1])))
 
 
 def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "") -> str:
@@ -123,17 +125,31 @@ def markdown(rep: Reproduction, rows: list[dict], *, claims=(), command: str = "
             out += ["not run here: no rows in the CSV (the data are not on this machine or the "
                     f"cells did not run): `pflt reproduce {rep.name} --data-dir DIR`", ""]
             continue
-        for t, sub in groups.items():
-            if len(groups) > 1:
-                out += [f"### T = {t}", ""]
+        for (t, options), sub in groups.items():
+            if len(groups) > 1 or options:
+                out += [f"### T = {t}" + (f", --option {options}" if options else ""), ""]
             out += _section(rep, col, sub, [c for c in claims if c[0] == col.key])
     return "\n".join(out).rstrip() + "\n"
 
 
+def _seeds_text(st: dict, expected: set[int]) -> str:
+    """The seeds cell: those that finished, then the failed and missing ones marked."""
+    text = ",".join(map(str, st["seeds"])) or "–"
+    failed = sorted(st["failed_seeds"])
+    missing = sorted(expected - set(st["seeds"]) - set(failed))
+    if failed:
+        text += f" (seed {','.join(map(str, failed))} failed)"
+    if missing:
+        text += f" (seed {','.join(map(str, missing))} missing)"
+    return text
+
+
 def _section(rep: Reproduction, col, rows: list[dict], col_claims) -> list[str]:
     s = summarize(rows)
+    expected = {int(r["seed"]) for r in rows}       # the seeds any method of this group ran
     out = ["| method | paper | ours last round | gap | ours best round | gap | seeds | T |",
            "|---|---|---|---|---|---|---|---|"]
+    incomplete = []
     for row in rep.rows:
         st = s.get((col.key, row.label))
         paper = rep.numbers.get((row.label, col.key))
@@ -141,16 +157,22 @@ def _section(rep: Reproduction, col, rows: list[dict], col_claims) -> list[str]:
         if st is None:
             out.append(f"| {row.label} | {ptxt} | not run | – | not run | – | – | – |")
             continue
-        seeds = ",".join(map(str, st["seeds"])) or "–"
-        if st["failed"]:
-            seeds += f" ({st['failed']} failed)"
+        seeds = _seeds_text(st, expected)
+        if "(" in seeds:
+            incomplete.append(f"* {row.label}: seeds {seeds}"
+                              + "".join(f"; seed {k}: {why}"
+                                        for k, why in st["failed_seeds"].items()))
         t = ",".join(sorted(x for x in st["rounds"] if x))
         out.append(f"| {row.label} | {ptxt} | {_fmt(*st['last'])} | {_gap(st['last'][0], paper)}"
                    f" | {_fmt(*st['best'])} | {_gap(st['best'][0], paper)} | {seeds} | {t} |")
     out.append("")
-    khat = _selected_k(rows, col.key)
+    if incomplete:
+        out += ["Incomplete (a mean is over the seeds that finished; running the command "
+                "again runs the failed and missing cells):", "", *incomplete, ""]
+    khat = _selected_k(rep, rows)
     if khat:
-        out += ["K̂ chosen by CGPFL-Heur's e(K) (`k_hat` of the runs' summary.json): "
+        out += ["K̂ chosen by CGPFL-Heur's e(K) (`k_hat` of the runs' summary.json, the CSV's "
+                "`k_hat` column): "
                 + "; ".join(f"{m}: " + ", ".join(f"seed {s} → {k}" for s, k in ks)
                             for m, ks in khat.items()), ""]
     if col_claims:

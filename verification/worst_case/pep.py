@@ -145,6 +145,9 @@ def solve(problem: Any, *, solver: str = "clarabel", reduce_dimension: bool = Fa
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     require_pepit()
+    finalize = getattr(problem, "_pflt_finalize", None)
+    if finalize is not None:   # constraints known only once every point exists (stochastic.py)
+        finalize()
     try:
         return _solve_once(problem, solver, reduce_dimension)
     except SolverFailed as exc:

@@ -51,7 +51,7 @@ class FedAvg(Algorithm):
         """R SGD steps from the broadcast ``w^t``; uploads the local model."""
         x, y = view.batches["sgd"]
         return {}, {"global": local_sgd(model, broadcast(view.server["global"], x.shape[1]),
-                                        x, y, self.lr)}
+                                        x, y, self.lr, owned=True)}
 
     def server_aggregate(self, phase, state, uploads, fed, model):
         """``w^{t+1} = Σ n_i w_i / Σ n_i`` over the uploads."""

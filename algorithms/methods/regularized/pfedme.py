@@ -130,12 +130,16 @@ class PFedMe(Algorithm):
         n = x.shape[1]
         w_loc = prox_layout(model, broadcast(w_global, n))    # kept by prox_steps and lerp
         theta = dict(w_loc)
+        scratch: dict = {}                 # the gradient buffers, kept across local rounds
         for r in range(x.shape[0]):
+            # θ̃ of round r > 0 is this tile's own (the previous solve's): updated in place
             theta = prox_steps(model, theta, w_loc, x[r], y[r], lam=self.lam,
                                lr=self.personal_lr, steps=self.inner_steps,
-                               extra_l2=self.code_l2)
+                               extra_l2=self.code_l2, owned=r > 0, scratch=scratch)
             # w − ηλ(w − θ̃) as one lerp (w + ηλ(θ̃ − w)): 1 tensor op instead of 3
-            w_loc = {k: torch.lerp(w_loc[k], theta[k], self.lr * self.lam) for k in w_loc}
+            # (in place: ``w_loc`` is this tile's own copy, from ``broadcast``)
+            for k in w_loc:
+                w_loc[k].lerp_(theta[k], self.lr * self.lam)
         return theta, w_loc
 
     def aggregate(self, w_global, w_loc, rows, counts):

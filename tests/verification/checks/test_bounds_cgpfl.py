@@ -52,3 +52,28 @@ def test_thm41b_envelope_holds_and_can_fail():
     ctx = Context(size="quick", seed=0, params={**chk.quick, "lam_power": 1},
                   tolerance=chk.tolerance)
     assert chk.fn(ctx).holds
+
+
+def _scaled_diagnostic(monkeypatch, key, factor):
+    from algorithms.methods.clustered.cgpfl import CGPFL
+
+    original = CGPFL.server_aggregate
+
+    def wrong(self, phase, state, uploads, fed, model):
+        state, nxt = original(self, phase, state, uploads, fed, model)
+        return state.replace(tensors={**state.tensors, key: state.tensors[key] * factor}), nxt
+    monkeypatch.setattr(CGPFL, "server_aggregate", wrong)
+
+
+@pytest.mark.parametrize("check_id", ["cgpfl.bound_thm41_stepwise", "cgpfl.bound_thm41_final",
+                                      "cgpfl.bound_thm41b_personal", "cgpfl.shape_thm41_T"])
+@pytest.mark.parametrize("key,factor", [("grad_G_sq_over_K", 1.01),
+                                        ("personal_gap_sq", 1.0 / 3.0)])  # a mean over d = 3
+def test_the_measured_side_is_computed_twice(monkeypatch, check_id, key, factor):
+    # issue 41: a diagnostic's scaling or a mean over coordinates moved these checks' numbers
+    # without changing a verdict; the check's own computation now disagrees: FAILS
+    base = run_check(load_all()[check_id], size="quick", seed=0)
+    assert "computed twice" in base.detail and base.extra["diagnostics_computed_twice_rel"] < 1e-9
+    _scaled_diagnostic(monkeypatch, key, factor)
+    res = run_check(load_all()[check_id], size="quick", seed=0)
+    assert res.verdict is Verdict.FAILS and "the measured side is wrong" in res.detail

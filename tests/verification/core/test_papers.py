@@ -68,7 +68,8 @@ def test_verification_summary_has_one_row_per_paper(tmp_path):
                "pFedMe (Dinh et al., NeurIPS 2020)", "Q")]
     (tmp_path / "results.json").write_text(json.dumps({"checks": checks}))
     rows, _ = load_counts(tmp_path / "results.json")
-    assert [(r["paper"], r["total"]) for r in rows] == [("PPFE", 2), ("Q", 1), ("pFedMe", 2)]
+    # the mission's papers first, in their order, then the others (verification_summary)
+    assert [(r["paper"], r["total"]) for r in rows] == [("pFedMe", 2), ("PPFE", 2), ("Q", 1)]
 
 
 def test_digest_groups_by_paper_id():
@@ -79,3 +80,13 @@ def test_digest_groups_by_paper_id():
     out = digest({"checks": checks}, commit="x", machine="m")
     assert out["per_paper"] == {"FedAvg": {"HOLDS": 2}}
     assert {c["paper_id"] for c in out["checks"]} == {"fedavg"}
+
+
+def test_pflt_figures_counts_papers_by_id(tmp_path):
+    from pflt.commands.figures import describe_results
+
+    checks = [{"id": f"c{i}", "paper": p, "kind": "rate", "verdict": "HOLDS"} for i, p in
+              enumerate(("PPFE (arXiv 2602.14244)", "PPFE (arXiv 2602.14244, 2026)",
+                         "PPFE (Emrani, Najafi, Motahari, arXiv 2602.14244)"))]
+    (tmp_path / "results.json").write_text(json.dumps({"checks": checks}))
+    assert "3 check(s) of 1 paper(s)" in describe_results(tmp_path / "results.json")

@@ -3,7 +3,7 @@ worst-case columns and the solver tolerance, the vacuous bound's certificate lin
 distance from holding under a FAILS."""
 
 from verification.core.registry import Check, Result, Verdict
-from verification.core.report import format_table, report_markdown
+from verification.core.report import details_markdown, format_table, report_markdown
 from verification.core.suite import CheckRun, SuiteRun
 
 
@@ -34,7 +34,7 @@ def test_worst_case_columns_are_named_and_solver_tolerance_is_said():
     assert "bound" in table[0] and "measured" not in table[0]
     text = "\n".join(table)
     assert "1013 = bound within solver" in text and "tolerance (2%)" in text
-    md = report_markdown(SuiteRun((within,), "quick", (0,)))
+    md = details_markdown(SuiteRun((within,), "quick", (0,)))    # a HOLDS: in details.md
     assert "worst case 1013 = bound within solver tolerance (2%) (engine 900)" in md
     # 3% above: beyond the tolerance, a counterexample, printed as the plain number
     above = _worst_case_run(1042.0)

@@ -165,7 +165,9 @@ def test_cli_writes_parseable_report_and_results(fake_registry, tmp_path, capsys
     false_head = next(r for r in report.splitlines() if r.startswith("### `fake.false`"))
     assert "Theorem 2" in false_head and "RECONSTRUCTED" in false_head
     assert "- **Decided at:** quick size" in report
-    assert "exact integer arithmetic" in report  # tolerance reasons are listed
+    details = (out / "details.md").read_text(encoding="utf-8")
+    assert "exact integer arithmetic" in details  # tolerance reasons are listed
+    assert "[details.md](details.md)" in report   # and report.md says where
     printed = capsys.readouterr().out
     assert "fake.raises" in printed and summary in printed
     assert "ZeroDivisionError" in printed
@@ -219,7 +221,7 @@ def test_figures_written_by_checks_are_linked(fake_registry, tmp_path):
     fig = next(c for c in data["checks"] if c["id"] == "fake.draws")["figures"]
     assert fig == ["figures/fake.draws/seed0/curve.csv"]
     assert (tmp_path / fig[0]).is_file()
-    assert "(figures/fake.draws/seed0/curve.csv)" in (tmp_path / "report.md").read_text()
+    assert "(figures/fake.draws/seed0/curve.csv)" in (tmp_path / "details.md").read_text()
     assert not (tmp_path / "figures" / "fake.silent").exists()  # no empty directories
 
 

@@ -89,3 +89,52 @@ def test_paper_numbers_transcribed():
     assert get_reproduction("ppfe_table1").numbers[("Ditto", "emnist_(100,10)")] == 91.17
     assert get_reproduction("plgu_table2_personalized").numbers[("FedRep", "cifar100_C10")] == 62.92
     assert get_reproduction("cgpfl_table2_lambda").numbers[("CGPFL (K=4) λ=13", "fmnist_dnn")] == 93.21
+
+
+@pytest.mark.parametrize("key", ["algorithm", "seed", "rounds", "eval_every", "out",
+                                 "overwrite", "data", "model", "data_seed", "config", "variant"])
+def test_options_the_cell_sets_or_that_define_a_row_are_refused(key):
+    # mutation caught (issue 43.3): --option algorithm=pfedme ran pFedMe under "FedAvg";
+    # seed/rounds/… were silently overridden by the cell's own values
+    from verification.experiments.reproduction import check_overrides
+
+    with pytest.raises(ValueError, match=f"--option {key}=…: .*cannot be replaced"):
+        check_overrides(get_reproduction("cgpfl_table1_fmnist"), {key: "1"})
+
+
+def test_options_that_tell_rows_apart_are_refused_the_others_pass():
+    from verification.experiments.reproduction import check_overrides
+
+    with pytest.raises(ValueError, match="num_contexts tells the rows of cgpfl_fig2_fmnist apart"):
+        check_overrides(get_reproduction("cgpfl_fig2_fmnist"), {"num_contexts": "3"})
+    with pytest.raises(ValueError, match="lam tells the rows"):
+        check_overrides(get_reproduction("cgpfl_table2_lambda"), {"lam": "3"})
+    with pytest.raises(ValueError, match="lr tells the rows"):
+        check_overrides(get_reproduction("cgpfl_table1_fmnist_lr_grid"), {"lr": "0.1"})
+    # a setting every row shares is a smoke test's business (the CSV records it)
+    check_overrides(get_reproduction("cgpfl_table1_fmnist"),
+                    {"clients": "4", "clients_per_round": "4", "lr": "0.01", "hidden": "16"})
+
+
+def test_methods_by_label_or_registry_name_and_ambiguity_lists_choices():
+    # issue 45.10: the registry's names too; mutation caught: an ambiguous name taking the
+    # first row silently
+    from verification.experiments.reproduction import resolve_methods
+
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    assert resolve_methods(rep, ["pfedme", "cgpfl", "cgpfl-heur", "FedAvg", "per-fedavg-hf",
+                                 "pFedMe (PM)"]) == ["pFedMe (PM)", "CGPFL (K=4)", "CGPFL-Heur",
+                                                     "FedAvg", "Per-FedAvg (HF)"]
+    with pytest.raises(ValueError, match=r"ambiguous in pfedme_table1_mnist: it names "
+                                         r"\['pFedMe-GM', 'pFedMe-PM'\]"):
+        resolve_methods(get_reproduction("pfedme_table1_mnist"), ["pfedme"])
+    with pytest.raises(ValueError, match="unknown method 'nope'.*by algorithm: .*cgpfl-heur"):
+        resolve_methods(rep, ["nope"])
+
+
+def test_options_text_names_the_replacements():
+    rep = get_reproduction("pfedme_table1_mnist")
+    c = cells(rep, seeds=[0], methods=["FedAvg"], columns=["mnist_mlr"],
+              overrides={"clients": "3", "size_range": ["20", "40"]})[0]
+    assert c.options_text == "clients=3, size_range=20 40"
+    assert cells(rep, seeds=[0])[0].options_text == ""

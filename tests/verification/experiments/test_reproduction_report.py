@@ -65,20 +65,70 @@ def test_markdown_puts_paper_beside_ours_with_gap():
     assert "## fmnist_dnn" in text and "not run here" in text
 
 
-def test_selected_k_read_from_the_run_directories(tmp_path):
+def test_selected_k_comes_from_the_csv_column_only(tmp_path):
+    # mutations caught: K̂ read from the (git-ignored) run directories, which a fresh clone
+    # lacks (issue 45.1: the committed K̂ lines were dropped); a missing k_hat left out
+    # silently instead of "not recorded"
     import json
 
     rep = get_reproduction("cgpfl_table1_fmnist")
-    r = rows({"CGPFL-Heur": [0.9, 0.91]})
-    for i, row in enumerate(r):
+    r = rows({"CGPFL-Heur": [0.9, 0.91, 0.92]})
+    r[0]["k_hat"], r[1]["k_hat"] = "4", "3"
+    for i, row in enumerate(r):          # run directories saying otherwise are ignored
         run = tmp_path / f"run{i}"
         run.mkdir()
-        (run / "summary.json").write_text(json.dumps({"k_hat": 4.0 - i}))
+        (run / "summary.json").write_text(json.dumps({"k_hat": 7}))
         row["command"] = f"pflt run --algorithm cgpfl-heur --out {run}"
     text = markdown(rep, r)
-    assert "CGPFL-Heur: seed 0 → 4, seed 1 → 3" in text
-    # absent run directories: nothing claimed
-    assert "K̂" not in markdown(rep, rows({"CGPFL-Heur": [0.9]}))
+    assert "CGPFL-Heur: seed 0 → 4, seed 1 → 3, seed 2 → not recorded" in text
+    assert "→ 7" not in text
+    assert "K̂" not in markdown(rep, rows({"FedAvg": [0.9]}))
+
+
+def test_shipped_markdown_is_derived_from_its_csv_only():
+    # mutation caught: a markdown with lines (K̂, seeds) that its CSV does not hold; the
+    # shipped K̂ lines (read from run directories that a fresh clone lacks) stay
+    from pathlib import Path
+
+    from verification.experiments.reproduction_run import read_rows
+
+    results = Path(__file__).resolve().parents[3] / "paper_figures" / "results"
+    shipped = sorted(results.glob("*.csv"))
+    assert shipped
+    def measured(text):   # all but the entry's notes (line 5: the registry's prose)
+        return [ln for i, ln in enumerate(text.splitlines()) if i != 4]
+
+    for csv_path in shipped:
+        rep = get_reproduction(csv_path.stem)
+        md = csv_path.with_suffix(".md").read_text()
+        assert measured(md) == measured(markdown(rep, read_rows(csv_path), claims=rep.claims,
+                                                 command=f"pflt reproduce {rep.name}"))
+    md = (results / "cgpfl_table1_fmnist_lr_grid.md").read_text()
+    assert ("CGPFL-Heur @ lr=0.01: seed 0 → 4; CGPFL-Heur @ lr=0.02: seed 0 → 4; "
+            "CGPFL-Heur @ lr=0.05: seed 0 → 4") in md
+
+
+def test_failed_and_missing_seeds_are_marked():
+    # mutation caught: a cell with a failed or missing seed shown as if complete (issue 43.1:
+    # a killed child left "3 seeds" in the table)
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    r = rows({"FedAvg": [0.8, 0.82, 0.84], "APFL": [0.9, 0.91]})
+    r[2].update(status="exit -9", value="nan", reason="killed by signal 9 (SIGKILL)")
+    text = markdown(rep, r)
+    fedavg = next(ln for ln in text.splitlines() if ln.startswith("| FedAvg |"))
+    apfl = next(ln for ln in text.splitlines() if ln.startswith("| APFL |"))
+    assert "| 0,1 (seed 2 failed) |" in fedavg and "| 0,1 (seed 2 missing) |" in apfl
+    assert "* FedAvg: seeds 0,1 (seed 2 failed); seed 2: exit -9: killed by signal 9" in text
+
+
+def test_runs_with_other_options_are_their_own_group():
+    # mutation caught: a smoke test's --option clients=4 rows averaged with the paper's
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    r = rows({"FedAvg": [0.80, 0.80]}) + [dict(rows({"FedAvg": [0.5]})[0], options="clients=4",
+                                              command="c3")]
+    text = markdown(rep, r)
+    assert "### T = 200\n" in text and "### T = 200, --option clients=4" in text
+    assert "| FedAvg | 82.44 | 50.00 |" in text and "| FedAvg | 82.44 | 80.00 ± 0.00 |" in text
 
 
 def test_runs_of_different_rounds_are_never_averaged_together():

@@ -95,6 +95,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "a finding, not a crash")
     p.add_argument("--list", action="store_true",
                    help="list the registered checks (after --only/--kind) and exit")
+    p.add_argument("--estimate", action="store_true",
+                   help="print the estimated CPU time of the checks chosen (from the "
+                   "measured per-check costs shipped with the package) and exit; nothing runs")
     p.add_argument("--fresh", action="store_true",
                    help="start over: ignore (and remove) the checks an interrupted run kept "
                    "in OUT/partial (default: a re-run with the same size and seeds resumes, "
@@ -137,6 +140,19 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
     return 1 if import_errors else 0
 
 
+def print_estimate(args: argparse.Namespace) -> int:
+    """``--estimate``: the cost line of the chosen checks and how it was measured."""
+    from verification.core import runner
+    from verification.core.check_costs import estimate, load
+
+    checks, _ = runner.load_checks(only=args.only)
+    chosen = runner.select(checks, only=args.only, kinds=args.kind)
+    table = load()
+    print(estimate([c.id for c in chosen], args.size, args.seeds, table=table))
+    print(f"measured: {table['conditions'] or 'no costs shipped'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.threads import set_torch_threads_when_imported
     from pflt.out_lock import check_out_dir, out_lock
@@ -154,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
                         "such as 'pfedme.*' (or leave --only out to run every check)")
     if args.list:
         return list_checks(args.only, args.kind)
+    if args.estimate:
+        return print_estimate(args)
     if args.kind and set(args.kind) == {"worst_case"}:
         from verification.worst_case.pep import PEPUnavailable, require_pepit
         try:

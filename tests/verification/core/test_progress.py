@@ -130,3 +130,18 @@ def test_the_shipped_table_names_registered_checks_only():
     for size in ("quick", "full"):
         assert set(table[size]) <= ids, set(table[size]) - ids
         assert all(v >= 0 for v in table[size].values())
+
+
+def test_estimate_prints_the_cost_and_runs_nothing(fake_registry, tmp_path, capsys,
+                                                   monkeypatch):
+    calls: list[str] = []
+    register(calls, {})
+    table = {"conditions": "planted", "quick": {"fake.a_draws": 90.0}, "full": {}}
+    monkeypatch.setattr(check_costs, "load", lambda: table)
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", "--quick", "--estimate", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [] and not (tmp_path / "verify_out").exists()
+    assert "3 check(s) to run × 2 seed(s); estimated 3 min 00 s of CPU time for the 1 " \
+           "measured, 2 never measured" in out
+    assert "measured: planted" in out

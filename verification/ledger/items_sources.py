@@ -87,11 +87,6 @@ _ROWS = (
      "Var p_ik = (1/N)(1 − 1/N)/(Nα + 1)", "c:synthetic.dirichlet_share_variance"),
     ("toolkit", "train/test isolation", "", "A", "every algorithm's training is bit-identical "
      "when only the test split changes", "c:engine.train_test_isolation"),
-    ("toolkit", "engine equals oracle with l2", "", "A", "every algorithm's batched engine "
-     "equals its per-client oracle with the model's l2 > 0 too", "c:engine.oracles_with_l2"),
-    ("toolkit", "engine equals oracle, every option", "", "A", "every algorithm's engine equals "
-     "its oracle at every other value of its boolean and one-of hyper-parameters",
-     "c:engine.oracles_hyperparameter_values"),
     ("toolkit", "permuted-label construction", "", "E", "planted clusters with per-client "
      "label permutations", "c:synthetic.permuted_labels_moments"),
     ("toolkit", "oracles in non-default settings", "", "A", "every algorithm's engine equals "

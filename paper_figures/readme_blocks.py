@@ -9,6 +9,8 @@ block           result file (committed, small)
 ``quickstart``  ``benchmarks/results/quickstart_times.json`` (``benchmarks/quickstart_times.py``)
 ``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
                 written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
+                and ``docs/results/mutation_generated.json`` (the generated formula mutants'
+                kill rates: ``python -m verification.mutation --generated --out FILE``)
 ``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs, paper_figures/real_data_status.py)
 ``coverage``    the paper ledger's items by status per paper (verification/ledger/, computed from
                 the check and reproduction registries, ``verify_quick.json`` and the CSVs;
@@ -39,6 +41,7 @@ VERDICTS = ROOT / "docs" / "results" / "verify_quick.json"
 RESULTS = ROOT / "paper_figures" / "results"
 W2 = ROOT / "benchmarks" / "results" / "w2_fmnist_pfllib.json"
 GPU = ROOT / "benchmarks" / "results" / "gpu_check.json"
+MUTATION = ROOT / "docs" / "results" / "mutation_generated.json"
 BLOCK = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n)(.*?)(<!-- END generated:\2 -->)", re.S)
 ORDER = ("HOLDS", "FAILS", "VACUOUS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR")
 #: the papers of the mission, one row each in the verdict block (the rest is folded into one)
@@ -106,7 +109,22 @@ def quickstart_block(data: dict | None) -> str:
     return "\n".join(lines)
 
 
-def verdicts_block(data: dict | None) -> str:
+def mutation_line(data: dict | None) -> str:
+    """What the generated formula mutants say about the checks: killed by a claim against
+    measurements, by an identity check, of the exercised ones (with the run's conditions)."""
+    if data is None:
+        return ("Generated formula mutants: not run here — `python -m verification.mutation "
+                f"--generated --out {MUTATION.relative_to(ROOT)}` writes them.")
+    basis = data["rates"]["basis"]
+    cells = [f"{k} {a}/{b} ({100 * a / b:.0f}%)" for k, (a, b) in basis.items() if b]
+    subset = "".join(f", {what} matching {data[key]!r} only" for key, what in
+                     (("only", "mutants"), ("checks", "checks")) if data.get(key))
+    return (f"Generated formula mutants (`python -m verification.mutation --generated`"
+            f"{subset}) killed by " + "; by ".join(cells) + f": {data['date']}, commit "
+            f"{data['commit']}, {data['machine']}, {data['seconds']} s.")
+
+
+def verdicts_block(data: dict | None, mutation: dict | None = None) -> str:
     if data is None:
         return ("(no verification digest yet: run `pflt verify --quick --out runs/verify`, "
                 "then `python -m paper_figures.readme_blocks --digest runs/verify/results.json`)\n")
@@ -134,7 +152,7 @@ def verdicts_block(data: dict | None) -> str:
             lines.append(f"| {basis} ({BASIS_NOTE.get(basis, '')}) | {sum(counts.values())} | "
                          + " | ".join(str(counts.get(v, 0)) for v in seen) + " |")
     lines += ["", f"`pflt verify --{data['size']}`, {data['total']} checks: "
-              f"{_conditions(data['environment'])}.", ""]
+              f"{_conditions(data['environment'])}.", "", mutation_line(mutation), ""]
     return "\n".join(lines)
 
 
@@ -194,7 +212,8 @@ def render(text: str, *, root: Path = ROOT) -> str:
     """``text`` with every generated block rewritten from the result files under ``root``."""
     makers = {
         "quickstart": lambda: quickstart_block(_load(root / QUICKSTART.relative_to(ROOT))),
-        "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT))),
+        "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT)),
+                                           _load(root / MUTATION.relative_to(ROOT))),
         "real_data": lambda: real_data_block(root / RESULTS.relative_to(ROOT)),
         "coverage": lambda: ledger_pages.coverage_block(root),
         "speed": lambda: speed_block(_load(root / W2.relative_to(ROOT)),
@@ -232,11 +251,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 if README.md differs from what the result files say")
     ap.add_argument("--digest", metavar="RESULTS_JSON",
                     help="first write docs/results/verify_quick.json from a pflt verify results.json")
+    ap.add_argument("--commit", default=None,
+                    help="with --digest: the commit whose code the pflt verify run loaded "
+                         "(default: HEAD now)")
     args = ap.parse_args(argv)
     if args.digest:
         results = json.loads(Path(args.digest).read_text())
         VERDICTS.parent.mkdir(parents=True, exist_ok=True)
-        VERDICTS.write_text(json.dumps(digest(results, commit=_git_commit(),
+        VERDICTS.write_text(json.dumps(digest(results, commit=args.commit or _git_commit(),
                                               machine=_machine()), indent=2) + "\n")
     readme = ROOT / "README.md"
     text = readme.read_text()

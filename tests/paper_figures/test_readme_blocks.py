@@ -128,3 +128,18 @@ def test_sources_other_than_the_four_papers_are_folded_into_one_row(tmp_path):
     assert "| 2 other sources (" in out and out.count("| 2 other sources") == 1
     row = next(x for x in out.splitlines() if x.startswith("| 2 other sources"))
     assert row.endswith("| 2 | 1 | 1 |")
+
+
+def test_the_verdict_block_states_the_generated_mutants_kill_rate_by_basis():
+    from paper_figures.readme_blocks import mutation_line
+
+    assert "not run here" in mutation_line(None)
+    data = {"date": "2026-12-08 01:00 UTC", "commit": "abc1234", "machine": "x86_64 Linux",
+            "only": None, "seconds": 600,
+            "rates": {"basis": {"claims against measurements": [120, 400],
+                                "code equals our reading": [390, 400]}}}
+    line = mutation_line(data)
+    assert "claims against measurements 120/400 (30%)" in line
+    assert "code equals our reading 390/400 (98%)" in line and "commit abc1234" in line
+    assert "mutants matching 'cgpfl.*' only, checks matching 'cgpfl.*' only" in mutation_line(
+        {**data, "only": "cgpfl.*", "checks": "cgpfl.*"})

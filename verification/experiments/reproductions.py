@@ -10,6 +10,7 @@ S = 5, R = 10, lr = 0.005, T = 200, DNN = one hidden layer of 128.
 from __future__ import annotations
 
 from verification.experiments.reproduction import Column, Reproduction, Row
+from verification.experiments.reproductions_ablations import ABLATIONS
 from verification.experiments.reproductions_others import OTHERS
 from verification.experiments.reproductions_transfer import TRANSFERS
 
@@ -219,7 +220,7 @@ CGPFL_TABLE1_FMNIST_LR_GRID = Reproduction(
 REPRODUCTIONS = {r.name: r for r in (CGPFL_TABLE1_FMNIST, CGPFL_TABLE1_FMNIST_LR_GRID,
                                      CGPFL_TABLE1_MNIST, CGPFL_TABLE1_CIFAR10,
                                      CGPFL_TABLE2_LAMBDA, CGPFL_FIG2_FMNIST, *OTHERS,
-                                     *TRANSFERS)}
+                                     *TRANSFERS, *ABLATIONS)}
 
 
 def get_reproduction(name: str) -> Reproduction:

@@ -482,8 +482,10 @@ def write_results(path: Path, part: dict, results: dict) -> None:
     if same:
         for key in ("cpu_seconds", "minor_faults_median", "runs", "ratios"):
             results[key] = {**old[key], **results[key]}
-        results["floor_seconds"] = old["floor_seconds"] if old["parts"][0]["peak_gflops"] >= \
-            part["peak_gflops"] else results["floor_seconds"]
+        # each algorithm's floor at the peak of the part that timed it (its ratio's)
+        mine = {s.split("_")[1] for s in part["sides"]}
+        results["floor_seconds"] = {k: v if k.split("_")[0] in mine else old["floor_seconds"][k]
+                                    for k, v in results["floor_seconds"].items()}
         results["pfllib_commit"] = results["pfllib_commit"] or old.get("pfllib_commit")
     results["parts"] = (old["parts"] if same else []) + [part]
     path.parent.mkdir(parents=True, exist_ok=True)

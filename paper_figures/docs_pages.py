@@ -177,6 +177,10 @@ def leaderboard_section(root: Path) -> list[str]:
     if meta:
         said += (f"; N = {meta.get('clients')} clients, T = {meta.get('rounds')} rounds, "
                  f"{meta.get('seeds')} seed(s)")
+    for added in meta.get("additions", []):
+        said += (f"; {', '.join(added['algorithms'])} added {added['environment']['date']} at "
+                 f"commit {added['environment']['commit']} (load {added['environment']['load']}): "
+                 f"{added['note']}")
     out.append(leaderboard_table.markdown(leaderboard_table.read_csv(csv_path), said))
     if meta.get("refused"):
         out += ["### Refused (the algorithm's own check stopped the run)", "",

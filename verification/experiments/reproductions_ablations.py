@@ -9,8 +9,9 @@ CVPR 2023 Tables 3, 4 (§6.3) and 6–11 (App. E); the lowest / top 5 % are each
 ``summary.json`` ``*_accuracy_low5/_top5``.
 
 What no entry here can run (said in each entry's notes): PPFE's Sent140 column (no Sent140
-loader) and PLGU's Tiny-ImageNet rows/columns (no Tiny-ImageNet loader when these entries
-were written); PLGU's ResNet-18 / WRN-28-10 (the entries run the toolkit's ``cnn``).
+loader) and PLGU's Tiny-ImageNet rows/columns (the ``tinyimagenet`` loader exists, but no
+PLGU partition of it and no ResNet-50-GN yet); PLGU's ResNet-18 / WRN-28-10 (the entries
+run the toolkit's ``cnn``).
 """
 
 from __future__ import annotations
@@ -144,8 +145,8 @@ PLGU_TABLE4 = _sweep("Table 4 (ρ sweep)", "plgu_table4_rho", "ρ", _C10, {
     "PLGU-GHN": (72.64, 70.49, 67.30)},
     "PLGU Table 4 (CIFAR-10, C = 10): radius ρ ∈ {0.05, 0.1, 0.5}; ρ = 0.05 best and 0.5 "
     "'incurs large degradation' (claimed: ρ = 0.05 above ρ = 0.5).")
-_TMG_NOTE = ("The Tiny-ImageNet columns are not registered (no Tiny-ImageNet loader and "
-             "ResNet-50 when written); their paper numbers: ")
+_TMG_NOTE = ("The Tiny-ImageNet columns are not registered (its loader exists, but no PLGU "
+             "partition of it nor ResNet-50-GN); their paper numbers: ")
 PLGU_TABLE10 = _sweep("Table 10 (local epochs K, CIFAR-100)", "plgu_table10_local_epochs",
                       "K", _C100, {
     "grid": (1, 5, 10), "PLGU-LF (G)": (56.28, 59.74, 59.21),

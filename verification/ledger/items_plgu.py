@@ -16,9 +16,11 @@ _THM3 = "c:plgu.transcription_theorem3 f:D.8"
 _LEMMA = "checked as a part of its theorem's transcription, not apart"
 _NO_TABLE = ("no reproduction entry (issue 42 item 4)")
 _CNN = "the entry runs the toolkit's `cnn`, not the paper's ResNet-18"
-_TMG_ROW = ("the Tiny-ImageNet part has no entry (no Tiny-ImageNet loader, no ResNet-50-GN); "
+_TMG_ROW = ("the Tiny-ImageNet part has no entry (the `tinyimagenet` loader exists, no entry "
+            "column or PLGU partition uses it yet; no ResNet-50-GN); "
             "the CIFAR part runs the toolkit's `cnn`, not ResNet-18 / WRN-28-10")
-_TMG = "Tiny-ImageNet has no loader and the paper's ResNet-18 / WRN-28-10 are not the entry's model"
+_TMG = ("no entry runs Tiny-ImageNet (its `tinyimagenet` loader exists) and the paper's "
+        "ResNet-18 / WRN-28-10 are not the entry's model")
 
 
 ITEMS = table("plgu", (
@@ -133,8 +135,9 @@ ITEMS = table("plgu", (
     ("Lemma 9", "App. C.2", "T", "descriptor class Rademacher bound", _THM3, _LEMMA),
     ("Lemma 10", "App. C.2", "T", "hypernetwork classes (plain and adversarial)", _THM3, _LEMMA),
     ("Table 5", "App. D.1", "E", "datasets and networks: ResNet-18 (CIFAR), WRN-28-10 / ResNet-50 "
-     "(Tiny-ImageNet)", "t:tests/algorithms/test_models_resnet.py",
-     "ResNet-18 exists; WRN-28-10, ResNet-50-GN and the Tiny-ImageNet loader do not "
+     "(Tiny-ImageNet)", "t:tests/algorithms/test_models_resnet.py "
+     "t:tests/synthetic/real_data/test_tiny_imagenet.py",
+     "ResNet-18 and the Tiny-ImageNet loader exist; WRN-28-10 and ResNet-50-GN do not "
      "(issue 42 item 5)"),
     ("Table 6", "App. E.1", "E", "global-model accuracy at 5 / 20 / 50 labels (CIFAR-10, "
      "CIFAR-100, Tiny-ImageNet)", "r:plgu_table6_global_labels", _TMG_ROW),

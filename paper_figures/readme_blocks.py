@@ -141,9 +141,9 @@ def verdicts_block(data: dict | None) -> str:
 def real_data_block(results_dir: Path) -> str:
     """The papers' real-data tables: paper, table, column, status (measured / partial / not
     run here, from the reproduction CSVs) and command (:mod:`paper_figures.real_data_status`)."""
-    from paper_figures.real_data_status import table
+    from paper_figures.real_data_status import table, transfer_table
 
-    return table(results_dir)
+    return table(results_dir) + "\n" + transfer_table(results_dir)
 
 
 def speed_block(w2: dict | None, gpu: dict | None) -> str:

@@ -46,3 +46,20 @@ def test_main_writes_and_checks(tmp_path):
                                                seed=0, metric="m", value=0.5, status="ok",
                                                rounds=160, command="c")])
     assert st.main(["--results", str(tmp_path), "--out", str(out), "--check"]) == 1
+
+
+def test_transfer_table_counts_verdicts_per_paper(tmp_path):
+    # mutations caught: a claim's verdict not read from the CSVs (always NOT RUN), the
+    # transfer label dropped, a paper's counts taken from another paper's claims
+    rows = [dict(method=m, model="mlr", column="fmnist_mlr", seed=s, metric="m", value=v + s / 1000,
+                 status="ok", rounds=200, command=f"c {m} {s}")
+            for m, v in (("pFedMe-PM", 0.95), ("pFedMe-GM", 0.80), ("Per-FedAvg", 0.85),
+                         ("FedAvg", 0.70)) for s in range(3)]
+    _write(tmp_path / "pfedme_table1_transfer_fmnist.csv", rows)
+    text = st.transfer_table(tmp_path)
+    assert "in place of" in text and "not reproductions" in text
+    assert "| pFedMe (NeurIPS 2020) | 4 | 2 | 0 | 0 | 2 |" in text
+    assert "| PLGU (CVPR 2023) | 4 | 0 | 0 | 0 | 4 |" in text
+    pm = next(ln for ln in text.splitlines() if "`pfedme_pm_best`" in ln)
+    assert "| HOLDS |" in pm and "+15.00 ± 0.08" in pm and "reduced T (paper's 800)" in pm
+    assert st.transfer_table(tmp_path) in st.render(tmp_path)

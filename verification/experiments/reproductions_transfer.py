@@ -33,6 +33,10 @@ def transfer_label(instead_of: str) -> str:
     return f"transfer (Fashion-MNIST in place of {instead_of})"
 
 
+#: where and how the shipped transfer CSVs were measured (the README's table says it)
+MEASURED = ("measured 2026-12-07/08 on the project's shared 2-core CPU machine (load 7-20, "
+            "1 torch thread), reduced T where the T column says so")
+
 _NOTE = ("This is a transfer, not a reproduction: the paper's numbers are on another dataset "
          "and are not compared (paper column '–'); the claims it tests are judged by "
          "`pflt verify` (checks `transfer_fmnist.*`). A T below the section's 'paper's T' "

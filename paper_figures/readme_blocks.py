@@ -139,11 +139,12 @@ def verdicts_block(data: dict | None) -> str:
 
 
 def real_data_block(results_dir: Path) -> str:
-    """The papers' real-data tables: paper, table, column, status (measured / partial / not
-    run here, from the reproduction CSVs) and command (:mod:`paper_figures.real_data_status`)."""
-    from paper_figures.real_data_status import table, transfer_table
+    """The papers' real-data tables per paper: columns measured here (own data, transfers)
+    and the transfer claims' verdicts (:func:`paper_figures.real_data_status.readme_table`;
+    every column with its command in real_data_status.md)."""
+    from paper_figures.real_data_status import readme_table
 
-    return table(results_dir) + "\n" + transfer_table(results_dir)
+    return readme_table(results_dir)
 
 
 def speed_block(w2: dict | None, gpu: dict | None) -> str:

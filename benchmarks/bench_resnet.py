@@ -1,12 +1,14 @@
-"""PLGU's network, ResNet-18 with GroupNorm (``--model resnet18-gn``), under FedAvg at N = 10:
-seconds per round and memory.
+"""PLGU's network, ResNet-18 with GroupNorm (``--model resnet18-gn``), under FedAvg at the
+paper's N = 100: CPU seconds per round and peak memory, the clients trained in chunks.
 
 Workload: N clients, every one training every round (``clients_per_round = N``), R local
 SGD steps of |D| samples on random ``C×S×S`` images of 10 classes (the timing does not
 depend on the pixel values), float32, the paper's base width 64 unless ``--width``.  A round
-is :meth:`FedAvg.round` — the batched grouped-convolution forward/backward of all N clients
-per step, then the server mean; no evaluation.  One warm-up round, then the median of
-``--repeats`` rounds.
+is :meth:`FedAvg.round` — the batched grouped-convolution forward/backward of ``K`` clients
+at a time (``--client-chunk K``; default: the chunk a ``--memory-budget`` in GiB allows,
+:func:`algorithms.engine.chunks.chunk_for_budget`, whose default is half the available
+memory), then the server mean; no evaluation.  One warm-up round, then ``--repeats``
+rounds timed in process CPU time (min and median; wall time printed beside).
 
 Memory: the parameters (N client copies of the 11.2 M scalars at width 64), and the peak
 — on CUDA ``torch.cuda.max_memory_allocated`` over the timed rounds; on CPU the growth of the
@@ -14,8 +16,9 @@ process's peak resident set (``ru_maxrss``) from before the model was built (a l
 when an earlier peak was higher).  Prints the conditions (device, threads, load average)
 and a last line ``resnet18-gn N=<n>: <seconds> s/round, peak <MiB> MiB``.
 
-    python benchmarks/bench_resnet.py [--clients 10] [--side 32] [--batch 10]
+    python benchmarks/bench_resnet.py [--clients 100] [--side 32] [--batch 10]
                                       [--local-rounds 5] [--width 64] [--device cpu|cuda]
+                                      [--client-chunk K | --memory-budget GIB] [--out JSON]
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def images(n: int, per_client: int, side: int, channels: int, device: str) -> Fe
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--clients", type=int, default=10)
+    ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--side", type=int, default=32, help="image side S (CIFAR-10: 32)")
     ap.add_argument("--channels", type=int, default=3)
     ap.add_argument("--batch", type=int, default=10, help="mini-batch size |D|")
@@ -64,6 +67,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--client-chunk", type=int, default=None, help="clients trained at once")
+    ap.add_argument("--memory-budget", type=float, default=None,
+                    help="GiB for one chunk's training (sizes --client-chunk)")
+    ap.add_argument("--out", type=Path, default=None, help="results JSON to write")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     cuda = args.device.startswith("cuda")
@@ -72,29 +79,61 @@ def main(argv=None) -> int:
     model = ResNet18GN(args.channels, args.side, 10, width=args.width)
     alg = get_algorithm("fedavg")(local_rounds=args.local_rounds, batch_size=args.batch,
                                   clients_per_round=args.clients)
+    from algorithms.engine.chunks import chunk_for_budget
+    from algorithms.engine.contract import client_chunks
+
+    chunk = args.client_chunk or chunk_for_budget(
+        model, fed, args.batch,
+        None if args.memory_budget is None else int(args.memory_budget * 2 ** 30))
     state = alg.init(fed, model, 0)
     params = sum(v[0].numel() for v in state.models["global"].values())
-    state = alg.round(state, fed, model)                         # warm-up
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(args.repeats):
-        t = time.perf_counter()
-        state = alg.round(state, fed, model)
+    with client_chunks(chunk):
+        state = alg.round(state, fed, model)                         # warm-up
         if cuda:
             torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
+            torch.cuda.reset_peak_memory_stats()
+        cpu, wall = [], []
+        for _ in range(args.repeats):
+            c, t = time.process_time(), time.perf_counter()
+            state = alg.round(state, fed, model)
+            if cuda:
+                torch.cuda.synchronize()
+            cpu.append(time.process_time() - c)
+            wall.append(time.perf_counter() - t)
     peak = torch.cuda.max_memory_allocated() / 2 ** 20 if cuda else _rss_mib() - before
-    sec = statistics.median(times)
-    print(f"device {args.device}, {args.threads} thread(s), torch {torch.__version__}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    conditions = (f"device {args.device}, {args.threads} thread(s), torch {torch.__version__}, "
+                  f"load average {os.getloadavg()[0]:.2f}")
+    print(conditions)
     print(f"N={args.clients}, images {args.channels}x{args.side}x{args.side}, |D|={args.batch}, "
           f"R={args.local_rounds}, width {args.width}: {params:,} parameters per client, "
-          f"{args.clients * params * 4 / 2 ** 20:.1f} MiB for the N client copies (float32)")
-    print(f"rounds: {', '.join(f'{t:.3f}' for t in times)} s")
-    print(f"resnet18-gn N={args.clients}: {sec:.3f} s/round, peak {peak:.0f} MiB"
+          f"{args.clients * params * 4 / 2 ** 20:.1f} MiB for the N client copies (float32); "
+          f"clients trained {chunk or args.clients} at a time")
+    print(f"rounds, CPU: {', '.join(f'{t:.2f}' for t in cpu)} s; wall: "
+          f"{', '.join(f'{t:.2f}' for t in wall)} s")
+    print(f"resnet18-gn N={args.clients}: {min(cpu):.2f} s/round CPU (median "
+          f"{statistics.median(cpu):.2f}), peak {peak:.0f} MiB"
           + (" (CUDA allocated)" if cuda else " (growth of the peak resident set)"))
+    if args.out:
+        import datetime
+        import json
+
+        args.out.write_text(json.dumps({
+            "command": "python benchmarks/bench_resnet.py " + " ".join(
+                argv if argv is not None else sys.argv[1:]),
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "conditions": conditions,
+            "workload": f"FedAvg round, N={args.clients} clients all training, R="
+                        f"{args.local_rounds} local steps of |D|={args.batch} random "
+                        f"{args.channels}x{args.side}x{args.side} images, ResNet-18-GN width "
+                        f"{args.width}, float32, no evaluation",
+            "client_chunk": chunk or args.clients, "parameters_per_client": params,
+            "client_copies_MiB": round(args.clients * params * 4 / 2 ** 20, 1),
+            "cpu_seconds_per_round": {"min": min(cpu), "median": statistics.median(cpu)},
+            "cpu_s": cpu, "wall_s": wall, "peak_MiB": round(peak),
+            "peak_kind": "CUDA allocated" if cuda else "growth of the peak resident set"},
+            indent=1))
+        print(f"wrote {args.out}")
     return 0
 
 

@@ -45,7 +45,8 @@ def _evidence(root: Path):
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell: pipes and asterisks (F*, w*) escaped, one line."""
+    return str(text).replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
 
 
 def _verdicts(verdicts: dict) -> str:
@@ -104,7 +105,7 @@ def paper_page(title: str, selector: str, mine, ev, *, show_paper: bool = False)
             + (f" ({i.text} text)" if i.text else "")
         out.append(f"| {_cell(label)} | {_cell(i.section)} | {i.kind} | **{e.status}** | "
                    f"{_cell(i.statement)} | {_cell(_verdicts(e.verdicts))} | "
-                   f"{_cell(e.reason)} | {'`' + _cell(e.command) + '`' if e.command else ''} |")
+                   f"{_cell(e.reason)} | {'`' + e.command.replace('|', chr(92) + '|') + '`' if e.command else ''} |")
     return "\n".join(out) + "\n"
 
 

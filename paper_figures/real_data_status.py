@@ -45,6 +45,31 @@ def table(results_dir=RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary_table(results_dir=RESULTS) -> str:
+    """One row per reproduction (the README's block): its columns' states and the command;
+    :func:`table` (``real_data_status.md``) has one row per column with the seeds and T."""
+    from verification.experiments.reproduction_run import read_rows
+    from verification.experiments.reproduction_status import column_coverage
+    from verification.experiments.reproductions import REPRODUCTIONS
+
+    results_dir = Path(results_dir)
+    lines = ["| paper | table | columns: status | command |", "|---|---|---|---|"]
+    for rep in REPRODUCTIONS.values():
+        rows = read_rows(results_dir / f"{rep.name}.csv")
+        covs = [column_coverage(rep, col, rows) for col in rep.columns]
+        if all(c.state == "not run" for c in covs):
+            states = f"{', '.join(c.column.key for c in covs)}: not run here"
+        else:
+            states = "; ".join(f"{c.column.key} {c.state}" + (
+                f" ({len(c.have & c.wanted)}/{len(c.wanted)}, seeds "
+                f"{','.join(map(str, c.seeds))}, T = {','.join(map(str, c.rounds))})"
+                if c.state != "not run" else "") for c in covs)
+        where = "" if set(rep.datasets()) <= {"fmnist"} else " --data-dir DIR"
+        lines.append(f"| {rep.paper} | {rep.table} | {states} | "
+                     f"`pflt reproduce {rep.name}{where}` |")
+    return "\n".join(lines) + "\n"
+
+
 def transfer_table(results_dir=RESULTS) -> str:
     """The papers' claims tested on the real Fashion-MNIST (transfers, not reproductions):
     per paper the count of each verdict, then one row per claim with its verdict and the
@@ -73,46 +98,26 @@ def transfer_table(results_dir=RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme_table(results_dir=RESULTS) -> str:
-    """The README's short form: per paper, the real-data columns measured here (own data
-    and transfers) and which transfer claims held, failed, were inconclusive or not run;
-    every column and claim is in ``real_data_status.md``."""
+def transfer_summary(results_dir=RESULTS) -> str:
+    """The README's lines on the transfers: per paper, which claims held, failed, were
+    inconclusive or were not run (every claim with its differences in
+    ``real_data_status.md``)."""
     from verification.checks.reproduction_transfer import CLAIMS, judge
-    from verification.experiments.reproduction_run import read_rows
-    from verification.experiments.reproduction_status import column_coverage
-    from verification.experiments.reproductions import REPRODUCTIONS
-    from verification.experiments.reproductions_transfer import MEASURED, TRANSFERS
+    from verification.experiments.reproductions_transfer import MEASURED
 
-    transfer = {r.name for r in TRANSFERS}
-    cols: dict = {}
-    for rep in REPRODUCTIONS.values():
-        rows = read_rows(Path(results_dir) / f"{rep.name}.csv")
-        kind = "transfer" if rep.name in transfer else "own"
-        for col in rep.columns:
-            state = column_coverage(rep, col, rows).state
-            cols.setdefault(rep.paper.split()[0], {}).setdefault(kind, []).append(state)
     verdicts: dict = {}
     for c in CLAIMS:
         o = judge(c, results_dir)
         v = o.extra.get("verdict") or o.verdict.value
-        verdicts.setdefault(c.paper.split()[0], {}).setdefault(v, []).append(c.id.split(".")[1])
-
-    def count(states) -> str:
-        if not states:
-            return "–"
-        return (f"{states.count('measured')} measured, {states.count('partial')} partial "
-                f"of {len(states)}")
-
-    lines = ["| paper | columns, own data | columns, transfers | transfer claims on Fashion-MNIST "
-             "(in place of the paper's data; not reproductions) |", "|---|---|---|---|"]
-    for paper, kinds in cols.items():
-        vs = verdicts.get(paper, {})
-        claims = "; ".join(f"{v}: {', '.join(vs[v])}" for v in
-                           ("HOLDS", "FAILS", "INCONCLUSIVE", "NOT RUN") if v in vs) or "–"
-        lines.append(f"| {paper} | {count(kinds.get('own', []))} | "
-                     f"{count(kinds.get('transfer', []))} | {claims} |")
-    return ("\n".join(lines) + f"\n\nTransfers {MEASURED}. Every column, claim, difference "
-            "± se and command: `paper_figures/results/real_data_status.md`.\n")
+        verdicts.setdefault(c.paper, {}).setdefault(v, []).append(c.id.split(".")[1])
+    lines = ["| paper | its claims on the real Fashion-MNIST (transfers in place of its data, "
+             "not reproductions; `pflt verify` checks `transfer_fmnist.*`) |", "|---|---|"]
+    for paper, vs in verdicts.items():
+        lines.append(f"| {paper} | " + "; ".join(
+            f"{v}: {', '.join(vs[v])}" for v in ("HOLDS", "FAILS", "INCONCLUSIVE", "NOT RUN")
+            if v in vs) + " |")
+    return ("\n".join(lines) + f"\n\nTransfers {MEASURED}; each claim with its differences ± "
+            "se: `paper_figures/results/real_data_status.md`.\n")
 
 
 def render(results_dir=RESULTS) -> str:

@@ -286,6 +286,7 @@ def beta_max(*, local_rounds: int, lipschitz_g: float) -> float:
 
 # ------------------------------------------------------------------- e(K) and select_k
 RELATIVE_MU = "relative"
+WIDEST_BAND_MU = "widest-band"
 
 
 def e_of_k(ks: Any, costs: Any, *, mu: float, m: float, d: int) -> np.ndarray:
@@ -315,6 +316,27 @@ class SelectKResult:
     mu_rule: str = ""              # "relative" (μ = 1/cost(1)) or "given"
     scale: float = 0.0             # √cost(1): RMS spread of the models around their mean
     path: Any = None               # the ClusterPath (pfl_theory.cgpfl_selection) it came from
+    bands: tuple = ()              # MuBand per K that some μ chooses (w = μ·cost(1))
+    relative_cap: int = 0          # largest K the relative μ can choose (c(√K − 1) < 1)
+
+    def band_lines(self) -> list[str]:
+        """One line per K that some μ chooses: the band of μ (models' units and relative)."""
+        with np.errstate(over="ignore"):
+            s2 = np.float64(self.scale) ** 2
+        out = []
+        for b in self.bands:
+            lo, hi = (b.lo / s2, b.hi / s2) if s2 > 0 else (b.lo, b.hi)
+            mark = "  (K_hat)" if b.k == self.k_hat else ""
+            out.append(f"K={b.k:<3d} mu in [{lo:.4g}, {hi:.4g})  (mu*cost(1) in [{b.lo:.4g}, "
+                       f"{b.hi:.4g}), {b.decades:.2f} decades){mark}")
+        return out
+
+    def cap_line(self) -> str:
+        """The one-line note when the relative μ cannot reach K_max, else ''."""
+        if self.mu_rule != RELATIVE_MU or self.relative_cap >= int(self.ks[-1]):
+            return ""
+        return (f"relative mu caps K_hat <= {self.relative_cap} whatever the data "
+                f"(K beats K=1 only if c(sqrt K - 1) < 1, c = {self.complexity_terms[0]:.4g})")
 
 
 def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: int | None = None,
@@ -324,7 +346,11 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
     Args:
         client_models: [N, d_model] uploaded models (Θ or Ω_{I,R} rows).
         mu: μ ≥ 0 (stands in for λ + L/2, in the models' units), or ``"relative"`` (default):
-            μ = 1/cost(1), i.e. e(K) = √((dK/m) log(em/d)) + cost(K)/cost(1).
+            μ = 1/cost(1), i.e. e(K) = √((dK/m) log(em/d)) + cost(K)/cost(1) (K̂ is then
+            capped: ``relative_cap``), or ``"widest-band"``: μ at the geometric centre of the
+            widest bounded band of μ giving one K̂
+            (:func:`pfl_theory.cgpfl_selection.widest_band`: the sharpest elbow of cost(K);
+            relative μ when no band is bounded).
         m: total number of samples m (scalar: equal client sizes, weights 1/N) **or** the
             per-client sample counts m_i ([N]; then m = Σ m_i and weights m_i/m).
         d: dimension in the complexity term (default: number of columns of client_models).
@@ -344,7 +370,7 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
     non-increasing in K).  Weighted k-means (weights m_i) minimises exactly the
     sample-weighted cost in e(K); with equal sizes it is the CGPFL lower level.
     """
-    from pfl_theory.cgpfl_selection import cluster_path
+    from pfl_theory.cgpfl_selection import cluster_path, mu_bands, relative_cap, widest_band
 
     x = finite_array("client_models", client_models, ndim=2)
     n = x.shape[0]
@@ -359,8 +385,9 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
     if k_max > n:
         raise ValueError(f"k_max must be <= N = {n}, got {k_max}")
     if isinstance(mu, str):
-        if mu != RELATIVE_MU:
-            raise ValueError(f"mu must be a number >= 0 or {RELATIVE_MU!r}, got {mu!r}")
+        if mu not in (RELATIVE_MU, WIDEST_BAND_MU):
+            raise ValueError(f"mu must be a number >= 0, {RELATIVE_MU!r} or {WIDEST_BAND_MU!r}, "
+                             f"got {mu!r}")
     else:
         mu = nonnegative("mu", mu)
     complexity_term(1, m=total, d=d)  # validates m > d/e before the clustering work
@@ -370,7 +397,12 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
     with np.errstate(over="ignore"):
         scale2 = np.float64(path.scale) ** 2
         costs = rel * scale2
-    if mu == RELATIVE_MU:
+    bands = mu_bands(comp, rel)
+    widest = widest_band(bands) if mu == WIDEST_BAND_MU and scale2 > 0 else None
+    if widest is not None:
+        weight, rule = float(np.sqrt(widest.lo * widest.hi)), WIDEST_BAND_MU
+        mu_units = weight / scale2
+    elif isinstance(mu, str):
         weight, rule = (1.0 if scale2 > 0 else 0.0), RELATIVE_MU
         mu_units = 1.0 / scale2 if scale2 > 0 else 0.0
     else:
@@ -382,7 +414,8 @@ def select_k(client_models: Any, *, mu: float | str = RELATIVE_MU, m: Any, d: in
         rule, mu_units = "given", mu
     e = comp + weight * rel
     return SelectKResult(int(ks[np.argmin(e)]), ks, e, costs, comp, path.clusterings, rel,
-                         float(mu_units), rule, float(path.scale), path)
+                         float(mu_units), rule, float(path.scale), path, bands,
+                         relative_cap(comp[0], int(ks[-1])))
 
 
 # every public function above: an arithmetic error of its input is a one-line ValueError

@@ -13,6 +13,10 @@ alternative criteria compared with it on the selection benchmark
   found does not depend on the units of the models, and models × 1e200 neither overflow nor
   change K̂.  Each K is the best of ``restarts`` k-means++ seedings and a warm start from the
   (K−1)-solution plus its farthest point (the cost is then non-increasing in K).
+* :func:`mu_bands` — for each K that e(K) can choose, the band of μ that chooses it (e(K)
+  is linear in μ: K̂(μ) is the lower envelope of the lines comp(K) + μ·cost(K));
+  :func:`widest_band` — the rule ``mu="widest-band"`` of :func:`pfl_theory.cgpfl.select_k`
+  (below); :func:`relative_cap` — the largest K the ``"relative"`` μ can ever choose.
 * :func:`bic_curve` — the X-means BIC (Pelleg & Moore, ICML 2000) of a spherical Gaussian
   mixture with one shared variance: a scale-free alternative that needs no μ.
 """
@@ -28,7 +32,8 @@ from pfl_theory.kmeans import KMeansResult, kmeans, lloyd
 from pfl_theory.validation import finite_array, positive_int
 from pfl_theory.validation import guard_public_functions
 
-__all__ = ["Normalised", "normalise_models", "ClusterPath", "cluster_path", "bic_curve"]
+__all__ = ["Normalised", "normalise_models", "ClusterPath", "cluster_path", "bic_curve",
+           "MuBand", "mu_bands", "widest_band", "relative_cap"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,74 @@ def bic_curve(path: ClusterPath, *, dim: int) -> np.ndarray:
             - 0.5 * d * (n - k)
         out[i] = -2.0 * loglik + (k * d + k) * np.log(n)
     return out
+
+
+@dataclass(frozen=True)
+class MuBand:
+    """K is argmin e(K) for every weight w of cost(K)/cost(1) in ``[lo, hi)`` (``hi`` = inf
+    for the last K of the envelope); μ in the models' units is w / cost(1)."""
+
+    k: int
+    lo: float
+    hi: float
+
+    @property
+    def decades(self) -> float:
+        """log10(hi/lo): how far μ can move before K̂ changes (inf when lo = 0 or hi = inf)."""
+        return float(np.log10(self.hi / self.lo)) if 0 < self.lo and np.isfinite(self.hi) \
+            else float("inf")
+
+
+def mu_bands(complexity: Any, relative_costs: Any) -> tuple[MuBand, ...]:
+    """The bands of w ≥ 0 in which each K minimises ``complexity[K−1] + w·relative_costs[K−1]``
+    (smallest K on ties), in increasing K.  Exact: the band edges are the crossing points
+    w = (comp(K') − comp(K)) / (rel(K) − rel(K')) of two lines, and K̂(w) is constant
+    between consecutive crossings, so evaluating it once inside each gap finds every band."""
+    comp = finite_array("complexity", complexity, ndim=1)
+    rel = finite_array("relative_costs", relative_costs, ndim=1)
+    if comp.shape != rel.shape or comp.size == 0:
+        raise ValueError("complexity and relative_costs must be equal-length, non-empty")
+
+    def k_hat(w: float) -> int:
+        return int(np.argmin(comp + w * rel)) + 1
+
+    cross = {0.0}
+    for a in range(comp.size):
+        for b in range(a + 1, comp.size):
+            if rel[a] > rel[b] and comp[b] > comp[a]:
+                cross.add(float((comp[b] - comp[a]) / (rel[a] - rel[b])))
+    edges = sorted(cross)
+    probes = [(u + v) / 2 for u, v in zip(edges, edges[1:])] + [edges[-1] * 2 + 1.0]
+    bands: list[MuBand] = []
+    for lo, w in zip(edges, probes):
+        k = k_hat(w)
+        if bands and bands[-1].k == k:
+            continue
+        if bands:
+            bands[-1] = MuBand(bands[-1].k, bands[-1].lo, lo)
+        bands.append(MuBand(k, lo, float("inf")))
+    return tuple(bands)
+
+
+def widest_band(bands) -> MuBand | None:
+    """The band of the rule ``mu="widest-band"``: among the bands bounded on both sides
+    (0 < lo, hi < inf: neither K = 1's nor the last K's, whose bands are unbounded whatever
+    the data), the widest in log μ; ``None`` if there is none.  Its geometric centre
+    √(lo·hi) is the μ chosen.  Why: a μ inside a wide band gives the same K̂ for any μ within
+    a factor hi/lo, so the choice does not hinge on a value the paper leaves unprinted; and
+    since a band's edges are ratios Δcomp/Δcost of neighbouring K, its width is the ratio
+    of the cost drop into K to the drop out of it (× the ratio of complexity steps, ≈ 1):
+    the widest band is the sharpest elbow of cost(K).  It reads only the uploads."""
+    inner = [b for b in bands if b.lo > 0 and np.isfinite(b.hi)]
+    return max(inner, key=lambda b: (b.decades, -b.k)) if inner else None
+
+
+def relative_cap(complexity_at_1: float, k_max: int) -> int:
+    """Largest K the relative μ (= 1/cost(1)) can choose: e(1) = c + 1 and e(K) ≥ c√K, so K
+    beats K = 1 only if c(√K − 1) < 1 (c = complexity term at K = 1)."""
+    c = float(complexity_at_1)
+    ks = np.arange(1, int(k_max) + 1)
+    return int(ks[c * (np.sqrt(ks) - 1) < 1].max())
 
 
 # every public function above: an arithmetic error of its input is a one-line ValueError

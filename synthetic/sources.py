@@ -28,6 +28,11 @@ and noise, at most ``shift_rotation`` degrees, factor ``shift_contrast``, std
 ``train_fraction`` / rest.  Without ``size_range`` the label-skew sizes are chosen to fit
 the pool (:func:`default_size_range`), so every dataset works for every N it can feed.
 
+``standardize`` (real data) standardises every feature over the pool before partitioning,
+``(x − mean) / (std + 0.001)`` (pFedMe's generator); ``validation_fraction > 0`` replaces
+each client's test split by that share of its training split (:func:`holdout_validation`),
+so tuning runs never see the test split.
+
 ``seed`` is the *data* seed (the CLI's ``--data-seed``, fixed at 0 by default so that
 training seeds vary the training and not the dataset, as in the papers' experiments).
 """
@@ -64,6 +69,12 @@ class DataSpec:
     train_fraction: float = 0.75
     max_client_size: int | str | None = None   # an int, None/"none", or "auto"
     seed: int = 0
+    #: real data: standardise every pixel over the pool, (x − mean)/(std + 0.001), as
+    #: pFedMe's data generator does (on which CGPFL's code builds); default bytes/255
+    standardize: bool = False
+    #: > 0: hold this share of each client's *training* split out as the evaluated split
+    #: (the test split is then never built), for tuning without looking at test data
+    validation_fraction: float = 0.0
 
 
 def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
@@ -96,6 +107,8 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
                          f"{', '.join(EMBEDDED)}, or one of "
                          f"{', '.join(k + '[:DIR]' for k in FILE_DATASETS)}, "
                          f"emnist-SPLIT[:DIR] (SPLIT: {', '.join(datasets.EMNIST_CLASSES)})")
+    if spec.standardize:
+        x = standardize_pool(x)
     if spec.partition in PAPER_PARTITIONS:
         part = _paper_partition(spec, name, x, y)
     elif spec.partition == "label-skew":
@@ -122,7 +135,40 @@ def build_federation(spec: DataSpec, *, device=None, dtype=None) -> Federation:
         seed=spec.seed, max_client_size=cap, device=device, dtype=dtype,
         name=f"{name}/{spec.partition}")
     warn_if_degenerate(fed)
+    if spec.validation_fraction:
+        fed = holdout_validation(fed, spec.validation_fraction, seed=spec.seed)
     return fed
+
+
+def standardize_pool(x):
+    """Every feature standardised over the pool: ``(x − mean) / (std + 0.001)`` (pFedMe's
+    MNIST generator, ``generate_niid_users``; the 0.001 keeps constant border pixels
+    finite).  float32."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float32)
+    mean = x.mean(axis=0, dtype=np.float64)
+    std = x.std(axis=0, dtype=np.float64)
+    return ((x - mean) / (std + 0.001)).astype(np.float32)
+
+
+def holdout_validation(fed: Federation, fraction: float, *, seed: int) -> Federation:
+    """``fed`` with each client's training split cut into ``1 − fraction`` training and
+    ``fraction`` validation (the new evaluated split, called ``test``); the original test
+    split is dropped, so nothing run on the result can read it."""
+    import numpy as np
+
+    if not 0.0 < float(fraction) < 1.0:
+        raise ValueError(f"validation_fraction must lie in (0, 1), got {fraction!r}")
+    tr = fed.train
+    xs, ys = [], []
+    for i in range(fed.num_clients):
+        o, n = int(tr.offsets[i]), int(tr.counts[i])
+        xs.append(tr.x[o:o + n].cpu().numpy())
+        ys.append(tr.y[o:o + n].cpu().numpy().astype(np.int64))
+    return Federation.from_client_arrays(
+        xs, ys, num_classes=fed.num_classes, train_fraction=1.0 - float(fraction),
+        seed=seed + 1, device=fed.device, dtype=fed.dtype, name=f"{fed.name}/validation")
 
 
 def is_file_dataset(name: str) -> bool:

@@ -33,6 +33,8 @@ out (:meth:`Phase.only`) aggregates the rest.
 from __future__ import annotations
 
 import dataclasses
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,16 +146,90 @@ def engine_round(alg, state: State, fed, model) -> State:
 def run_phases(alg, state: State, fed, model, phase: Phase | None) -> State:
     meter = METER.get()
     while phase is not None:
-        view = engine_view(alg, state, fed, phase)
-        if meter is not None:
-            meter.sent(view.round, view.server, phase.payload, phase.clients.numel())
-        kept, upload = alg.client_update(phase, model, view)
-        if meter is not None:
-            meter.received(view.round, upload)
+        size = CLIENT_CHUNK.get()
+        if size is not None and size < phase.clients.numel():
+            kept, uploads = chunked_updates(alg, state, fed, model, phase, size, meter)
+        else:
+            view = engine_view(alg, state, fed, phase)
+            if meter is not None:
+                meter.sent(view.round, view.server, phase.payload, phase.clients.numel())
+            kept, upload = alg.client_update(phase, model, view)
+            if meter is not None:
+                meter.received(view.round, upload)
+            uploads = upload_rows(phase, upload)
         state = scatter_client_state(alg, state, phase.clients, kept)
-        uploads = upload_rows(phase, upload)
         state, phase = alg.server_aggregate(phase, state, uploads, fed, model)
     return state
+
+
+#: clients per chunk of a phase's client updates (None: all participants at once); set for
+#: a run by :func:`client_chunks` (``pflt run --client-chunk`` / ``--memory-budget``)
+CLIENT_CHUNK: ContextVar[int | None] = ContextVar("client_chunk", default=None)
+
+
+@contextmanager
+def client_chunks(size: int | None):
+    """Within the block, every phase runs its participants' updates ``size`` clients at a
+    time (:func:`chunked_updates`); ``None``: all at once."""
+    if size is not None and (not isinstance(size, int) or size < 1):
+        raise ValueError(f"client chunk must be a positive integer, got {size!r}")
+    token = CLIENT_CHUNK.set(size)
+    try:
+        yield
+    finally:
+        CLIENT_CHUNK.reset(token)
+
+
+def chunked_updates(alg, state: State, fed, model, phase: Phase, size: int, meter=None
+                    ) -> tuple[Tree, Tree]:
+    """``client_update`` on the participants ``size`` at a time (ascending order), each
+    chunk seeing exactly its own rows (:meth:`Phase.only`, its own train and test
+    splits — as :func:`algorithms.reference_loop.client_by_client_round` gives one
+    client); the chunks' kept rows and uploads (of ``phase.uploaders``) written into
+    tensors allocated once, so the peak memory of the client updates is one chunk's
+    (plus the stacked results) instead of every participant's.  Clients are
+    independent in ``client_update``, so the numbers are those of the unchunked call."""
+    clients = phase.clients.tolist()
+    kept_rows, upload_rows_ = _Stack(len(clients)), _Stack(phase.upload_clients().numel())
+    for start in range(0, len(clients), size):
+        mine = phase.only(clients[start:start + size])
+        idx = mine.clients.to(fed.device)
+        view = dataclasses.replace(engine_view(alg, state, fed, mine),
+                                   train=participant_split(fed.train, idx),
+                                   test=participant_split(fed.test, idx))
+        if meter is not None:
+            meter.sent(view.round, view.server, mine.payload, mine.clients.numel())
+        kept, upload = alg.client_update(mine, model, view)
+        if meter is not None:
+            meter.received(view.round, upload)
+        kept_rows.add(kept)
+        upload_rows_.add(upload_rows(mine, upload))
+    return kept_rows.tree, upload_rows_.tree
+
+
+class _Stack:
+    """Trees of ``[p, ...]`` rows appended chunk by chunk into ``[total, ...]`` tensors
+    (allocated at the first chunk, so no list of chunks and no concatenation)."""
+
+    def __init__(self, total: int):
+        self.total, self.filled, self.tree = total, 0, {}
+
+    def add(self, tree: Tree) -> None:
+        rows = 0
+        for name, value in tree.items():
+            if isinstance(value, dict):
+                into = self.tree.setdefault(name, {})
+                for k, v in value.items():
+                    rows = self._put(into, k, v)
+            else:
+                rows = self._put(self.tree, name, value)
+        self.filled += rows
+
+    def _put(self, into: dict, key: str, value: torch.Tensor) -> int:
+        if key not in into:
+            into[key] = value.new_empty((self.total, *value.shape[1:]))
+        into[key][self.filled:self.filled + value.shape[0]] = value
+        return value.shape[0]
 
 
 def initial_state(alg, fed, model, seed: int) -> State:

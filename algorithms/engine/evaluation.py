@@ -43,6 +43,7 @@ import math
 import torch
 
 from algorithms.engine.base import Params
+from algorithms.engine.evaluated_check import EvaluatedModels, check_evaluated
 from algorithms.engine.models import MLR
 
 #: bytes of features per group of blocks on the CPU (the group's logits then stay in the
@@ -172,6 +173,7 @@ def evaluate_models(model, models: dict[str, Params], split, *, block: int | Non
     (``{name: params}``, each ``[N, ...]`` or ``[1, ...]`` broadcast to every client) on
     ``split``, in one pass over the data (see module doc); ``block`` rows per block
     (default: :func:`block_size`); ``accuracy=False``: the loss only (accuracy ``None``)."""
+    check_evaluated(model, models, split)   # one line naming the algorithm, not a traceback
     n = split.num_clients
     unique: dict[tuple, Params] = {}
     alias: dict[str, tuple] = {}
@@ -304,7 +306,7 @@ def evaluated_models(algorithm, state) -> dict[str, Params]:
             raise ValueError(f"algorithm {who}: evaluated(state)[{name!r}] is "
                              f"{_describe(params)}, not a dict {{parameter name: tensor "
                              "[N or 1, ...]}")
-    return models
+    return EvaluatedModels(models, who)
 
 
 def _describe(value) -> str:

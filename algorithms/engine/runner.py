@@ -29,6 +29,7 @@ import dataclasses
 import io
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from tqdm.auto import tqdm
 from algorithms.engine.base import State
 from pfl_theory.safe_files import append_text, atomic_open, atomic_write_text
 from algorithms.engine.checkpoint import save_checkpoint
+from algorithms.engine.contract import client_chunks
 from algorithms.engine.evaluation import evaluate_models, evaluated_models, model_for, summarize
 # read_history and HISTORY_LINES live with the other readers of a run directory (no torch:
 # pflt compare reads histories without importing the engine); named here as before
@@ -256,6 +258,28 @@ class History:
         return [k for k, v in first.items() if not isinstance(v, (list, dict))]
 
 
+#: a run expected to take longer than this (after its first round) prints its estimate
+ESTIMATE_ABOVE_SECONDS = 120.0
+
+
+def estimate_line(seconds: float, rounds_left: int) -> str | None:
+    """The estimate :func:`run` prints after its first round: that round's seconds (with its
+    evaluation) and the expected time of the ``rounds_left`` others, or ``None`` when those
+    take at most :data:`ESTIMATE_ABOVE_SECONDS`."""
+    left = seconds * rounds_left
+    if left <= ESTIMATE_ABOVE_SECONDS:
+        return None
+    span = f"{left / 3600:.1f} h" if left >= 3600 else f"{left / 60:.0f} min"
+    return (f"estimated time: {seconds:.1f} s per round (the first, with its evaluation), "
+            f"about {span} for the {rounds_left} rounds left")
+
+
+def print_estimate(seconds: float, rounds_left: int, bar) -> None:
+    line = estimate_line(seconds, rounds_left)
+    if line is not None:
+        bar.write(line, file=sys.stderr)
+
+
 def _line(entry: dict[str, Any]) -> str:
     return json.dumps(entry) + "\n"
 
@@ -314,7 +338,8 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
         history: History | None = None, train_loss: bool = True,
         config: dict[str, Any] | None = None, checkpoint_every: int | None = None,
         on_round: Callable[[State], None] | None = None, overwrite: bool = False,
-        threads: int | None = None) -> RunResult:
+        threads: int | None = None, client_chunk: int | None = None,
+        estimate: bool | None = None) -> RunResult:
     """Run until round ``rounds`` (continuing from ``state``/``history`` when given).
 
     Threads: the rounds run at ``threads`` torch threads if given, else ``PFLT_THREADS``,
@@ -323,6 +348,14 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
     on a shared 2-core machine, measured in :mod:`pfl_theory.threads`); torch's previous
     setting is restored when the run returns.  Pass ``threads=torch.get_num_threads()`` to
     keep your own setting.
+
+    ``client_chunk=k`` trains a round's clients ``k`` at a time (peak memory of training
+    grows with ``k``, not with N; the same numbers: :func:`algorithms.engine.contract.client_chunks`;
+    :func:`algorithms.engine.chunks.chunk_for_budget` sizes it from a memory budget).
+
+    ``estimate`` (default: ``progress``): after the first round of this call, print on
+    stderr the seconds it took (with its evaluation) and the time the remaining rounds are
+    expected to take, when that is more than :data:`ESTIMATE_ABOVE_SECONDS`.
 
     ``checkpoint_every=k`` writes ``out_dir/checkpoint.pt`` atomically every ``k`` rounds
     and after the last (:mod:`algorithms.engine.checkpoint`); ``on_round(state)`` is called after
@@ -335,17 +368,19 @@ def run(algorithm, federation, model, *, rounds: int, seed: int = 0, eval_every:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     if eval_every < 1:
         raise ValueError(f"eval_every must be >= 1, got {eval_every}")
-    with torch_threads(api_threads(threads)):
+    with torch_threads(api_threads(threads)), client_chunks(client_chunk):
         return _run(algorithm, federation, model, rounds=rounds, seed=seed,
                     eval_every=eval_every, out_dir=out_dir, progress=progress, state=state,
                     history=history, train_loss=train_loss, config=config,
-                    checkpoint_every=checkpoint_every, on_round=on_round, overwrite=overwrite)
+                    checkpoint_every=checkpoint_every, on_round=on_round, overwrite=overwrite,
+                    estimate=progress if estimate is None else estimate)
 
 
 def _run(algorithm, federation, model, *, rounds: int, seed: int, eval_every: int,
          out_dir, progress: bool, state: State | None, history: History | None,
          train_loss: bool, config: dict[str, Any] | None, checkpoint_every: int | None,
-         on_round: Callable[[State], None] | None, overwrite: bool) -> RunResult:
+         on_round: Callable[[State], None] | None, overwrite: bool,
+         estimate: bool = False) -> RunResult:
     cfg = run_config(algorithm, federation, model, rounds=rounds, seed=seed,
                      eval_every=eval_every, config=config)
     if checkpoint_every is not None and (checkpoint_every < 1 or out_dir is None):
@@ -363,8 +398,10 @@ def _run(algorithm, federation, model, *, rounds: int, seed: int, eval_every: in
     start_wall = time.perf_counter()
     bar = tqdm(range(state.round, rounds), desc=cfg["algorithm"], unit="round",
                disable=not progress, dynamic_ncols=True)
+    start_round = state.round
     try:
         for _ in bar:
+            round_start = time.perf_counter()
             state = _play_round(algorithm, state, federation, model, history, out_dir)
             if state.round % eval_every == 0 or state.round == rounds:
                 entry = evaluation_entry(algorithm, state, federation, model, train_loss=train_loss)
@@ -379,6 +416,8 @@ def _run(algorithm, federation, model, *, rounds: int, seed: int, eval_every: in
                     bar.set_postfix({first: f"{entry[first]:.4f}"})
                 if out_dir is not None:
                     history.save_last(out_dir)
+            if estimate and state.round == start_round + 1:
+                print_estimate(time.perf_counter() - round_start, rounds - state.round, bar)
             if checkpoint_every and (state.round % checkpoint_every == 0 or state.round == rounds):
                 save_checkpoint(Path(out_dir) / "checkpoint.pt", state, algorithm, cfg)
                 history.save_json(out_dir)

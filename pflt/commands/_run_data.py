@@ -48,7 +48,9 @@ def data_spec(options: dict[str, Any]):
                     shift_contrast=options.get("shift_contrast", DataSpec.shift_contrast),
                     shift_noise=options.get("shift_noise", DataSpec.shift_noise),
                     train_fraction=options["train_fraction"],
-                    max_client_size=options["max_client_size"], seed=options["data_seed"])
+                    max_client_size=options["max_client_size"], seed=options["data_seed"],
+                    standardize=bool(options.get("standardize", False)),
+                    validation_fraction=float(options.get("validation_fraction", 0.0)))
 
 
 def data_dict(spec) -> dict[str, Any]:

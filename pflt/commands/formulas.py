@@ -9,7 +9,10 @@ Examples::
 
 Each entry: the paper and equation/theorem, the provenance (legible, read from a garbled
 copy, derived, from the authors' code, reconstructed), the reading chosen where the paper is
-ambiguous or in error, and the dotted names of the functions that implement it.  Source
+ambiguous or in error, and the dotted names of the functions that implement it.  The
+provenance tags in brackets are explained under the list (e.g. ``[SEED-GARBLED→READ]``: the
+formula is printed in the paper, but the only text copy of it had its symbols scrambled,
+and it was read back from that copy — the reading line says how).  Source
 files cite these sections as ``docs/formulas.md §X.Y``.
 """
 
@@ -56,4 +59,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"         reading: {f.reading}")
         print(f"         implemented by: {', '.join(f.implementations)}")
     print(f"{len(chosen)} formula(s)")
+    for tag in sorted({f.provenance for f in chosen}):   # what each [TAG] above means
+        print(f"[{tag}] = {EXPLAINED.get(tag) or formulas.PROVENANCE.get(tag, 'see docs/formulas.md')}")
     return 0
+
+
+#: the tags whose one-line meaning (pfl_theory.formulas.PROVENANCE) needs a sentence more
+EXPLAINED = {
+    "SEED-GARBLED→READ": "printed in the paper, but the text copy we read it from had the "
+                         "formula's symbols scrambled (a garbled extraction of the PDF); it "
+                         "was read back from that copy, and the 'reading' line states every "
+                         "choice that reading made",
+}

@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _entries(args: argparse.Namespace):
     from verification.core.papers import paper_id
-    from verification.ledger import ITEMS, PAPERS, STATUSES, ledger
+    from verification.ledger import ITEMS, PAPERS, STATUSES, gather, ledger
 
     if args.status is not None and args.status not in STATUSES:
         raise ValueError(f"--status {args.status!r} is not a status; known: "
@@ -56,11 +56,12 @@ def _entries(args: argparse.Namespace):
     if args.paper not in (None, "all") and paper_id(args.paper) not in known:
         raise ValueError(f"--paper {args.paper!r} has no ledger items; known: "
                          + ", ".join(known))
-    entries = ledger(status=args.status, results=results,
+    ev = gather(results)
+    entries = ledger(ev, status=args.status,
                      paper=None if args.paper in (None, "all") else args.paper)
     if args.paper is None:
         entries = [e for e in entries if e.item.paper in PAPERS]
-    return entries
+    return entries, ev.verdict_source
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from verification.core.papers import display_name
     from verification.ledger import STATUSES
 
-    entries = _entries(args)
+    entries, source = _entries(args)
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=1, ensure_ascii=False))
         return 0
@@ -90,4 +91,5 @@ def run(args: argparse.Namespace) -> int:
     counts = Counter(e.status for e in entries)
     print(f"\n{len(entries)} item(s): " + ", ".join(f"{counts[s]} {s}" for s in STATUSES
                                                      if counts[s]))
+    print(f"verdicts read from {source}; reproductions from paper_figures/results/*.csv")
     return 0

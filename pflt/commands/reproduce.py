@@ -133,7 +133,7 @@ def _main(args) -> int:
 
     from pflt.commands._reproduce_check import check_cell_options
 
-    if args.list or not args.name:
+    if args.list or args.name is None:
         for rep in REPRODUCTIONS.values():
             cols = ", ".join(c.key for c in rep.columns)
             print(f"{rep.name:28s} {rep.paper} {rep.table}: {cols}")
@@ -195,11 +195,11 @@ def _run(rep, cells, todo, resolved, csv_path, md_path, cmd, args) -> int:
     from pflt.commands._reproduce_check import check_data, check_setups
     from pflt.out_lock import out_lock
 
+    if todo:                       # before anything is written: a refusal leaves no trace
+        for line in check_data({c.column.data for c, _ in todo}, args.data_dir):
+            print(line, flush=True)
+        check_setups([c for c, _ in todo], resolved)
     with out_lock(Path(args.runs_dir) / rep.name):
-        if todo:
-            for line in check_data({c.column.data for c, _ in todo}, args.data_dir):
-                print(line, flush=True)
-            check_setups([c for c, _ in todo], resolved)
         launch = _in_process_launch if args.jobs == 1 else subprocess_launch
         new = run_cells(cells, csv_path, args.runs_dir, data_dir=args.data_dir,
                         jobs=args.jobs, launch=launch, log=lambda s: print(s, flush=True),

@@ -80,6 +80,27 @@ def execute(options: dict, *, progress: bool = True) -> dict | None:
         return _execute(options, progress=progress)
 
 
+def _client_chunk(options: dict, algorithm, model, fed) -> int | None:
+    """``--client-chunk``, else the chunk that ``--memory-budget`` (default: half the
+    available memory) allows (:func:`algorithms.engine.chunks.chunk_for_budget`); says so
+    on stderr when a round's clients are trained in chunks."""
+    from algorithms.engine.chunks import chunk_for_budget
+
+    chunk = options.get("client_chunk")
+    budget = options.get("memory_budget")
+    if chunk is None:
+        batch = int(getattr(algorithm, "batch_size", 20))
+        chunk = chunk_for_budget(model, fed, batch,
+                                 None if budget is None else int(budget * 2 ** 30))
+    if chunk is not None and chunk < fed.num_clients:
+        why = f"--client-chunk {chunk}" if options.get("client_chunk") else \
+            f"memory budget {budget or 'default: half the available memory'}" + \
+            (" GiB" if budget else "")
+        print(f"training the clients {chunk} at a time ({why})", file=sys.stderr)
+        return chunk
+    return None
+
+
 def _execute(options: dict, *, progress: bool) -> dict | None:
     from algorithms.engine.base import get_algorithm
     from algorithms.engine.models import build_model
@@ -146,6 +167,7 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
           f"{int(fed.train.counts.sum())} train / {int(fed.test.counts.sum())} test samples, "
           f"model={options['model']}, device={fed.device}"
           + (f", resuming at round {state.round}" if state else ""), file=sys.stderr)
+    chunk = _client_chunk(options, algorithm, model, fed)
     from algorithms.engine.communication import counting
     try:
         with counting() as meter:
@@ -153,7 +175,8 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
                                 seed=options["seed"], eval_every=options["eval_every"],
                                 out_dir=out, progress=progress, state=state,
                                 history=history, checkpoint_every=options["checkpoint_every"],
-                                threads=threads, config=config)
+                                threads=threads, config=config, client_chunk=chunk,
+                                estimate=True)
     except DivergenceError as exc:
         # the marker pflt compare reads: this run stopped by divergence, not by a kill
         atomic_write_text(out / "diverged.json", json.dumps(
@@ -168,11 +191,30 @@ def _execute(options: dict, *, progress: bool) -> dict | None:
         summary["reads_test_split"] = leak
     if reuse:
         summary["partition_reuse"] = reuse
+    summary.update(_selection_record(result.state))
     comm = meter.per_round()
     summary.update({f"communication_{k}_per_round": comm[k] for k in COMMUNICATION if comm})
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     _print_summary(last, out, comm)
     return summary
+
+
+def _selection_record(state) -> dict:
+    """CGPFL-Heur's e(K) over K and the band of μ choosing each K (models' units), for
+    ``summary.json``; printed as one line per band.  Empty for other methods."""
+    t = state.tensors
+    if "e_values" not in t or "mu_bands" not in t:
+        return {}
+    from algorithms.methods.clustered.cgpfl import mu_band_rows
+
+    bands = [list(b) for b in mu_band_rows(t["mu_bands"])]
+    k_hat = int(t["k_hat"])
+    print(f"CGPFL-Heur: K_hat = {k_hat} at mu = {float(t['mu']):.4g}; band of mu per K:",
+          file=sys.stderr)
+    for k, lo, hi in bands:
+        print(f"  K={k:<3d} mu in [{lo:.4g}, {hi:.4g})" + ("  <- K_hat" if k == k_hat else ""),
+              file=sys.stderr)
+    return {"e_of_k": [float(v) for v in t["e_values"].tolist()], "mu_bands": bands}
 
 
 def _partition_reuse(spec, fed) -> dict | None:

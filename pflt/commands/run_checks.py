@@ -64,6 +64,11 @@ def check_options(values: dict[str, Any]) -> None:
     _float("synthetic-beta", values["synthetic_beta"], 0.0)
     _float("dirichlet-alpha", values["dirichlet_alpha"])
     _float("train-fraction", values["train_fraction"])
+    vf = values.get("validation_fraction", 0.0)
+    _float("validation-fraction", vf, 0.0)
+    if not vf < 1.0:
+        raise UserError(f"--validation-fraction must be < 1 (0: evaluate on the test split), "
+                        f"got {vf!r}")
     _float("shift-rotation", values.get("shift_rotation", 0.0), 0.0)
     if values.get("shift_rotation", 0.0) > 180:
         raise UserError("--shift-rotation must be <= 180 degrees, got "

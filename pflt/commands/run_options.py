@@ -38,7 +38,27 @@ MODELS = ["mlr", "dnn", "mlp", "mlp-bn", "cnn", "cnn3", "resnet18-gn"]
 #: ``--rounds`` of an algorithm without a schedule of its own (:func:`default_rounds`)
 DEFAULT_ROUNDS = 50
 RESUMABLE = {"rounds", "checkpoint_every", "threads", "no_progress", "resume", "config",
-             "overwrite"}
+             "overwrite", "client_chunk", "memory_budget"}
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _bool(text: str) -> bool:
@@ -125,6 +145,12 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: PFLT_THREADS, else 1 — measured on a "
                         "shared 2-core machine, see pfl_theory/threads.py)")
+    g.add_argument("--client-chunk", type=_positive_int, default=None, metavar="K",
+                   help="train a round's clients K at a time: the same results, peak memory "
+                        "grows with K instead of N (default: from --memory-budget)")
+    g.add_argument("--memory-budget", type=_positive_float, default=None, metavar="GIB",
+                   help="memory for training one chunk of clients, GiB (default: half the "
+                        "available memory); sizes --client-chunk")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     d = p.add_argument_group("data")
     d.add_argument("--data", default="synthetic",
@@ -155,6 +181,12 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--shift-noise", type=float, default=0.1, metavar="S",
                    help="feature-shift: noise std U[0, S]")
     d.add_argument("--train-fraction", type=float, default=0.75, help="per-client train share")
+    d.add_argument("--standardize", type=_bool, default=False,
+                   help="real data: standardise every pixel over the pool, (x - mean)/(std + "
+                        "0.001), as pFedMe's generator (default false: bytes/255)")
+    d.add_argument("--validation-fraction", type=float, default=0.0, metavar="F",
+                   help="hold F of each client's training split out and evaluate on it "
+                        "instead of the test split (tuning; default 0: the test split)")
     d.add_argument("--max-client-size", type=_cap, default="auto",
                    help="cap samples per client, applied while drawing synthetic data: an "
                         "integer; none (the paper's sizes); auto (default: none unless the "

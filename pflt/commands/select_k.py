@@ -7,8 +7,14 @@ planted-cluster spec (``--planted N,K0,d``, :func:`synthetic.contexts.planted_mo
 Prints the e(K) table (complexity term, cost, cost/cost(1), e(K)) and K̂, or JSON with
 ``--json`` (K̂, the whole curve, the inputs used, and the BIC alternative).
 
-μ: default ``relative`` (μ = 1/cost(1), scale-free, see :func:`pfl_theory.cgpfl.select_k`);
-``--mu`` gives μ in the models' own units (the paper's λ + L/2).  Default m (total samples):
+μ (the paper's "appropriate μ", value unprinted): default ``--mu-rule widest-band`` — the μ
+at the geometric centre of the widest bounded band of μ that gives one K̂ (the sharpest elbow
+of cost(K); it reads the client models only, never test data; see
+:func:`pfl_theory.cgpfl_selection.widest_band`); ``--mu-rule relative``: μ = 1/cost(1)
+(scale-free, but it caps K̂ ≤ max{K : c(√K − 1) < 1} whatever the data, said in one line
+when the cap is below K_max); ``--mu`` gives μ in the models' own units (the paper's
+λ + L/2).  Every run prints the band of μ for which each K̂ is chosen (how fragile the
+choice is).  Default m (total samples):
 the run's client sizes, else 100·N (100 samples per client) when neither ``--m`` nor
 ``--client-sizes`` is given.  Default d: the number of columns of the model array.
 
@@ -90,6 +96,9 @@ def add_parser(subparsers) -> None:
                    help="mu >= 0, the weight of cost(K) in the models' units (the paper's "
                    "lambda + L/2).  Default: the scale-free mu = 1/cost(1), invariant to "
                    "rescaling the models")
+    p.add_argument("--mu-rule", choices=("widest-band", "relative"), default="widest-band",
+                   help="mu when --mu is not given: centre of the widest bounded band of mu "
+                   "giving one K_hat (default; the sharpest elbow of cost(K)) or 1/cost(1)")
     p.add_argument("--m", type=float, default=None,
                    help=f"total number of samples m (default {SAMPLES_PER_CLIENT_DEFAULT}*N, or "
                    "the sum of --client-sizes)")
@@ -300,13 +309,18 @@ def run(args: argparse.Namespace) -> int:
     x, planted, info = _models(args)
     n = x.shape[0]
     m, m_source = _sample_counts(args, n, info)
-    res = select_k(x, mu="relative" if args.mu is None else args.mu, m=m, d=args.d,
+    res = select_k(x, mu=args.mu_rule if args.mu is None else args.mu, m=m, d=args.d,
                    k_max=args.k_max, restarts=args.restarts, seed=args.seed)
     bic = bic_curve(res.path, dim=x.shape[1])
     k_bic = int(res.ks[np.argmin(bic)])
     total = float(np.sum(m))
     d = x.shape[1] if args.d is None else args.d
-    mu_text = "1/cost(1) (relative)" if res.mu_rule == "relative" else f"{res.mu:g}"
+    mu_text = {"relative": "1/cost(1) (relative)",
+               "widest-band": f"{res.mu:.4g} (widest band)"}.get(res.mu_rule, f"{res.mu:g}")
+    with np.errstate(over="ignore"):
+        s2 = np.float64(res.scale) ** 2 or 1.0   # models' units; inf spread -> 0-width units
+    bands = [[b.k, float(b.lo / s2), float(b.hi / s2) if np.isfinite(b.hi) else None]
+             for b in res.bands]
     if args.json:
         out = {"k_hat": res.k_hat, "ks": res.ks.tolist(), "e": res.e_values.tolist(),
                "cost": [c if np.isfinite(c) else None for c in res.costs.tolist()],
@@ -317,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
                           "d": d, "n_clients": n, "k_max": int(res.ks[-1]),
                           "restarts": args.restarts, "seed": args.seed,
                           "model_spread_rms": res.scale, **info},
+               "mu_bands": bands, "relative_cap": res.relative_cap,
                "alternatives": {"bic": {"k_hat": k_bic, "curve": bic.tolist()}}}
         if planted is not None:
             out["planted_assignment"] = planted.tolist()
@@ -332,4 +347,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{k:>4} {c:>12.6g} {cs:>12.6g} {r:>12.6g} {e:>12.6g} {b:>12.6g}{mark}")
     print(f"K_hat = {res.k_hat}   (BIC: {k_bic})" + (f"   (planted K0 = {int(planted.max()) + 1})"
                                                     if planted is not None else ""))
+    print("band of mu (models' units) for which each K is K_hat:")
+    for line in res.band_lines():
+        print("  " + line)
+    if res.cap_line():
+        print(res.cap_line())
     return 0

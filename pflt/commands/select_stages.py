@@ -41,6 +41,8 @@ import argparse
 import json
 from pathlib import Path
 
+from pflt.cli import UserError
+
 from pflt.commands._validation_cli import add_fold_options
 from pflt.commands._device import add_device_option, with_device
 
@@ -87,13 +89,34 @@ def add_parser(subparsers) -> None:
 
 def _run_data(path: Path) -> tuple[list[int] | None, int | None]:
     """Training sizes and number of classes of the run's federation (rebuilt from
-    ``run_options.json``), or ``(None, None)`` when it cannot be rebuilt."""
-    from pflt.commands._run_dir import run_data
+    ``run_options.json``), or ``(None, None)`` when the run has no such file (an older
+    run); a file that is there but unreadable is one line naming it, not a silent fallback
+    to two classes."""
+    from pflt.commands._run_dir import run_federation
 
-    fed = run_data(path)
-    if fed is None:
+    if not (Path(path) / "run_options.json").is_file():
         return None, None
+    try:
+        fed = run_federation(Path(path))[0]
+    except (ValueError, OSError) as exc:     # UserError says which file already
+        text = str(exc)
+        if "run_options.json" not in text:
+            text = f"{Path(path) / 'run_options.json'}: {text}"
+        raise UserError(text if text.startswith("--from-run") else f"--from-run: {text}") \
+            from None
     return fed.train.counts.cpu().tolist(), int(fed.num_classes)
+
+
+def _number(entry: dict, key: str, where: Path, *, low: float, high: float) -> float:
+    """``entry[key]`` as a finite number in [low, high]; one line naming ``where``."""
+    import math
+
+    v = entry[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+            or not low <= v <= high:
+        raise UserError(f"--from-run: {where}: round {entry.get('round', '?')}'s {key} = "
+                        f"{v!r} is not a number in [{low:g}, {high:g}]")
+    return float(v)
 
 
 def _from_run(path: Path, num_classes: int | None) -> dict:
@@ -106,12 +129,15 @@ def _from_run(path: Path, num_classes: int | None) -> dict:
     errors: dict[int, float] = {}
     observed: dict[int, float] = {}
     possible = 0
+    where = Path(path) / "history.json"
     for e in run_history(path):
-        possible = max(possible, int(e.get("num_stages", 0)))
+        if "num_stages" in e:
+            possible = max(possible, int(_number(e, "num_stages", where, low=0, high=1e6)))
         if "stage" in e and "stage_weighted_error" in e:
-            errors[int(e["stage"])] = float(e["stage_weighted_error"])
+            stage = int(_number(e, "stage", where, low=0, high=1e6))
+            errors[stage] = _number(e, "stage_weighted_error", where, low=0.0, high=1.0)
             if "ensemble_accuracy" in e:
-                observed[int(e["stage"]) + 1] = float(e["ensemble_accuracy"])
+                observed[stage + 1] = _number(e, "ensemble_accuracy", where, low=0.0, high=1.0)
     if not errors:
         raise UserError(f"--from-run: {path}/history.json has no 'stage_weighted_error' "
                         "(not a PPFE run?)")

@@ -14,7 +14,14 @@ per check that holds), ``details.md`` (the values of the checks that hold, the t
 previous ``pflt verify`` wrote there are replaced, anything else in ``--out`` is left alone
 (nothing is written through a symbolic link; ``--out`` is locked while the checks run;
 everything is written aside first, so an error or a full disk leaves the previous outputs
-as they were); report.md groups the checks by verdict. Exit code 0 when every
+as they were); report.md groups the checks by verdict.
+
+Cost and resume: before running, the command prints the estimated CPU time of the checks it
+will run, from the per-check costs measured and shipped with the package
+(verification/core/check_costs_table.py; a check never measured at that size is counted
+apart).  Each check that finishes is kept at once in ``OUT/partial/progress.jsonl`` (with
+its figures); a run stopped by Ctrl-C or a kill keeps them, and the same command run again
+skips them and runs the rest; a complete run removes ``OUT/partial``. Exit code 0 when every
 check ran (HOLDS, FAILS, ERRATUM, INCONCLUSIVE or VACUOUS — a FAILS is a finding about the
 paper or our reading of it, not a crash; a VACUOUS bound holds but says nothing beyond its
 trivial bound; NOT RUN: an optional dependency is missing, counted apart with its reason),
@@ -30,6 +37,7 @@ ERRATUM is from holding.
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from pflt.cli import UserError
@@ -87,6 +95,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "a finding, not a crash")
     p.add_argument("--list", action="store_true",
                    help="list the registered checks (after --only/--kind) and exit")
+    p.add_argument("--estimate", action="store_true",
+                   help="print the estimated CPU time of the checks chosen (from the "
+                   "measured per-check costs shipped with the package) and exit; nothing runs")
+    p.add_argument("--fresh", action="store_true",
+                   help="start over: ignore (and remove) the checks an interrupted run kept "
+                   "in OUT/partial (default: a re-run with the same size and seeds resumes, "
+                   "running only the checks not finished)")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.add_argument("--wide", action="store_true",
                    help="print the table with one line per check, however long its values "
@@ -125,13 +140,24 @@ def list_checks(only: list[str] | None, kinds: list[str] | None) -> int:
     return 1 if import_errors else 0
 
 
+def print_estimate(args: argparse.Namespace) -> int:
+    """``--estimate``: the cost line of the chosen checks and how it was measured."""
+    from verification.core import runner
+    from verification.core.check_costs import estimate, load
+
+    checks, _ = runner.load_checks(only=args.only)
+    chosen = runner.select(checks, only=args.only, kinds=args.kind)
+    table = load()
+    print(estimate([c.id for c in chosen], args.size, args.seeds, table=table))
+    print(f"measured: {table['conditions'] or 'no costs shipped'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from pfl_theory.threads import set_torch_threads_when_imported
     from pflt.out_lock import check_out_dir, out_lock
     from pflt.staged_out import staged
     from verification.core import runner
-    import shutil
-
     from verification.core.report import CONSOLE_CELL, format_table
 
     set_torch_threads_when_imported()   # only a check that needs torch imports it
@@ -144,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
                         "such as 'pfedme.*' (or leave --only out to run every check)")
     if args.list:
         return list_checks(args.only, args.kind)
+    if args.estimate:
+        return print_estimate(args)
     if args.kind and set(args.kind) == {"worst_case"}:
         from verification.worst_case.pep import PEPUnavailable, require_pepit
         try:
@@ -151,12 +179,27 @@ def run(args: argparse.Namespace) -> int:
         except PEPUnavailable as exc:
             raise UserError(str(exc)) from None
     out = check_out_dir(args.out)
-    with out_lock(out), staged(out, "verify") as stage:
-        # the checks write into a fresh staging directory; its files replace the previous
-        # run's in OUT only once everything is written (pflt.staged_out)
-        suite = runner.run_and_report(only=args.only, kinds=args.kind, size=args.size,
-                                      seeds=args.seeds, out_dir=stage,
-                                      progress=not args.no_progress, echo=False)
+    from verification.core.progress import LOG, PARTIAL
+
+    with out_lock(out):
+        try:
+            with staged(out, "verify") as stage:
+                # the checks write into a fresh staging directory; its files replace the
+                # previous run's in OUT only once everything is written (pflt.staged_out);
+                # each finished check is kept meanwhile in OUT/partial (resume)
+                suite = runner.run_and_report(only=args.only, kinds=args.kind,
+                                              size=args.size, seeds=args.seeds,
+                                              out_dir=stage, progress=not args.no_progress,
+                                              echo=False, keep=out, fresh=args.fresh)
+        except KeyboardInterrupt:
+            log = out / PARTIAL / LOG
+            kept = len(log.read_text(encoding="utf-8").splitlines()) if log.is_file() else 0
+            import sys
+
+            print(f"pflt verify: {kept} finished check(s) kept in {log}; the same command "
+                  f"resumes from there (--fresh starts over)", file=sys.stderr)
+            raise
+        shutil.rmtree(out / PARTIAL, ignore_errors=True)   # complete: the record is done
     print(format_table(suite, width=None if args.wide else CONSOLE_CELL,
                        terminal=shutil.get_terminal_size((120, 24)).columns))
     print(f"wrote {out / 'report.md'}, {out / 'details.md'} and {out / 'results.json'}")

@@ -59,6 +59,13 @@ REQUIRES = {"inner_steps": ("prox", "steps"), "personal_lr": ("prox", "steps"),
             "inner_accuracy": ("prox", "exact"), "delta_sq": ("prox", "exact")}
 INTEGERS = ("inner_steps", "clients", "rounds", "local_rounds", "contexts", "batch_size",
             "sampled")
+#: the most memory the engine's measurement on the noisy instance may take for its
+#: mini-batch indices alone (R·N·|D| of 8 bytes, plus an [N, |D|] float64 buffer); the
+#: gathered rows take ~9× more (|D| = 2.8e6 at the defaults: 256 MiB of indices, 2.2 GB
+#: resident, still running after 8 min on the loaded shared 2-core machine), so 32 MiB
+MAX_BATCH_BYTES = 32 << 20
+#: float64's resolution at 1: 1 − x rounds to 1 for x below it
+EPS64 = 2.0 ** -53
 
 APPLICABILITY = """
 Which options apply (an option that does not apply to --algorithm is refused):
@@ -211,7 +218,51 @@ def setting(args: argparse.Namespace):
         validate(s)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    check_batch_memory(s)
+    check_theorem1_weights(s)
     return s
+
+
+def batch_bytes(s) -> int:
+    """Bytes of the engine's mini-batch draw on the noisy instance: R·N·|D| int64 indices
+    plus the [N, |D|] float64 uniforms (``synthetic.federation.Federation.sample_batches``)."""
+    return (s.local_rounds + 1) * s.clients * s.batch_size * 8
+
+
+def check_batch_memory(s) -> None:
+    """Refuse a ``--batch-size`` whose measurement would exceed :data:`MAX_BATCH_BYTES`,
+    saying how much it would need (it ended in torch's allocation error: 80 GB at 1e9)."""
+    if s.noise_sq is None:
+        return
+    need = batch_bytes(s)
+    if need > MAX_BATCH_BYTES:
+        per = batch_bytes(type(s)(**{**vars(s), "batch_size": 1}))
+        raise UserError(f"--batch-size {s.batch_size}: the engine's measurement would need "
+                        f"at least {need / 2 ** 30:.3g} GiB (its (R + 1)·N·|D| = {need // 8:,} "
+                        f"mini-batch indices alone, 8 bytes each), more than the "
+                        f"{MAX_BATCH_BYTES >> 20} MiB allowed; use --batch-size <= "
+                        f"{MAX_BATCH_BYTES // per} (the noise V/|D| is then already "
+                        f"{s.noise_sq / (MAX_BATCH_BYTES // per):.3g})")
+
+
+def check_theorem1_weights(s) -> None:
+    """pFedMe Theorem 1's averaging weights α_t = (1 − ημ_F/2)^{−(t+1)} (η = ηβR, the
+    reading of docs/formulas.md §B.6) need 0 < 1 − ημ_F/2 < 1 in float64: a step so small
+    that ημ_F/2 is below float64's resolution at 1 (``--lr 1e-300``), or so large that it
+    reaches 1, is refused here with the step that works (was ``need 0 < 1 - eta*mu_F/2 <
+    1, got 1.0`` from deep inside)."""
+    if s.method != "pfedme" or s.mu is None:
+        return
+    x = s.eta_eff * s.mu_F / 2.0
+    if 0.0 < 1.0 - x < 1.0:
+        return
+    per_lr = s.beta * s.local_rounds * s.mu_F / 2.0      # x = lr · per_lr
+    if x >= 1.0:
+        raise UserError(f"--lr {s.lr:g}: Theorem 1's averaging weights (1 - ηβRμ_F/2)^-(t+1) "
+                        f"need ηβRμ_F/2 < 1, got {x:.4g}; use --lr < {1.0 / per_lr:.4g}")
+    raise UserError(f"--lr {s.lr:g}: ηβRμ_F/2 = {x:.3g} is below float64's resolution at 1 "
+                    f"({EPS64:.2g}), so Theorem 1's averaging weights (1 - ηβRμ_F/2)^-(t+1) "
+                    f"cannot be formed; use --lr >= {2 * EPS64 / per_lr:.3g}")
 
 
 def _bisection_line(factor: float, certified: bool) -> None:

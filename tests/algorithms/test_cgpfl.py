@@ -172,9 +172,9 @@ def test_heur_freezes_khat_and_finds_k0(monkeypatch):
     assert states[1].tensors["e_values"].shape == (8,)  # K = 1 … N/2
 
 
-def test_heur_default_mu_is_scale_free(monkeypatch):
-    # the default μ = 0 means select_k's relative μ = 1/cost(1) (scale-free); an explicit μ is
-    # passed through in the models' units
+def test_heur_default_mu_is_the_widest_band(monkeypatch):
+    # the default μ = 0 means select_k's rule mu_rule (default "widest-band"; "relative" =
+    # 1/cost(1)); an explicit μ is passed through in the models' units
     pl = planted_federation(12, 2, dim=10, size_range=(40, 60), seed=1)
     model = build_model("mlr", pl.fed)
     import pfl_theory.cgpfl as theory
@@ -182,11 +182,16 @@ def test_heur_default_mu_is_scale_free(monkeypatch):
     mus, real = [], theory.select_k
     monkeypatch.setattr(theory, "select_k", lambda *a, **kw: mus.append(kw["mu"]) or real(*a, **kw))
     hp = {**HP, "inner_steps": 2, "local_rounds": 2, "batch_size": 20}
-    for alg in (CGPFLHeur(**hp), CGPFLHeur(mu=200.0, **hp)):
-        _rounds(alg, pl.fed, model, 1)
-    assert mus == [theory.RELATIVE_MU, 200.0]
+    for alg in (CGPFLHeur(**hp), CGPFLHeur(mu_rule="relative", **hp), CGPFLHeur(mu=200.0, **hp)):
+        states = _rounds(alg, pl.fed, model, 1)
+    assert mus == [theory.WIDEST_BAND_MU, theory.RELATIVE_MU, 200.0]
+    # K̂'s band of μ is recorded and contains the μ used
+    d = CGPFLHeur(**hp).diagnostics(_rounds(CGPFLHeur(**hp), pl.fed, model, 1)[-1], None, None)
+    assert d["mu_band_lo"] <= d["mu"] < d["mu_band_hi"]
     with pytest.raises(ValueError, match="mu"):
         CGPFLHeur(mu=-1.0)
+    with pytest.raises(ValueError, match="mu_rule"):
+        CGPFLHeur(mu_rule="elbow")
 
 
 LABELS = st.lists(st.integers(0, 3), min_size=12, max_size=12)

@@ -309,3 +309,11 @@ def test_heads_of_the_ppfe_cnn_span_its_dense_layers_only():
     assert _ppfe(fixed_head=3).init(fed, small, 0).round == 0
     with pytest.raises(ValueError, match="fixed_head=4 exceeds the 3 layers"):
         _ppfe(fixed_head=4).init(fed, small, 0)
+
+
+def test_stage_fractions_of_any_finite_size_are_relative_sizes():
+    # mutation caught: (total - t) * v / sum(f) overflowing (issue 43: --stage-fractions
+    # 1e308,... ended in "cannot convert float infinity to integer")
+    assert stage_rounds(8, [1e308, 1e308, 1, 1], 4) == [3, 3, 1, 1]
+    assert stage_rounds(160, [1e308, 1, 1, 1], 4) == [157, 1, 1, 1]
+    assert stage_rounds(160, [3e307, 5e307, 4e307, 4e307], 4) == [30, 50, 40, 40]

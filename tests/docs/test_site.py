@@ -36,7 +36,12 @@ def test_the_nav_has_every_guide_the_generated_pages_and_the_api():
 def test_the_site_builds_strict(tmp_path):
     pytest.importorskip("mkdocs", reason="the [docs] extra is not installed")
     pytest.importorskip("mkdocstrings_handlers.python")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    # a figure pflt figures drew: the site shows it (paper_figures/site_figures.py)
+    figures = tmp_path / "figures_out"
+    figures.mkdir()
+    png = _png()
+    (figures / "verification_summary.png").write_bytes(png)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PFLT_SITE_FIGURES": str(figures)}
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
                           str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=900)
@@ -44,3 +49,21 @@ def test_the_site_builds_strict(tmp_path):
     html = (tmp_path / "site" / "reference" / "algorithms" / "index.html").read_text()
     assert "get_algorithm" in html                 # the API page was rendered from docstrings
     assert (tmp_path / "site" / "results" / "findings" / "index.html").is_file()
+    assert (tmp_path / "site" / "figures" / "verification_summary.png").read_bytes() == png
+    page = (tmp_path / "site" / "figures" / "index.html").read_text()
+    assert 'src="verification_summary.png"' in page     # figures/index.html, beside it
+
+
+def _png() -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import io
+
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1, 1))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()

@@ -95,3 +95,71 @@ def test_cluster_path_validation():
         normalise_models(x, weights=[1, 2, 3])
     with pytest.raises(ValueError, match="client_models"):
         normalise_models([[np.inf, 0.0]])
+
+
+# ------------------------------------------------------------- bands of μ and the μ rules
+from pfl_theory.cgpfl_selection import MuBand, mu_bands, relative_cap, widest_band  # noqa: E402
+
+
+def _dense_choice(comp, rel, ws):
+    """Independent of mu_bands: K̂ at each w of a dense grid, by brute force."""
+    return np.array([int(np.argmin(comp + w * rel)) + 1 for w in ws])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.01, 1.0), min_size=2, max_size=8), st.floats(0.05, 2.0))
+def test_mu_bands_agree_with_brute_force(drops, c):
+    # rel non-increasing from 1, comp = c√K (the e(K) complexity shape)
+    rel = np.concatenate([[1.0], 1.0 - np.cumsum(drops) / (sum(drops) * 1.01)])
+    comp = c * np.sqrt(np.arange(1, rel.size + 1))
+    bands = mu_bands(comp, rel)
+    ws = np.geomspace(1e-4, 1e4, 4001)
+    dense = _dense_choice(comp, rel, ws)
+    for w, k in zip(ws, dense):
+        inside = [b.k for b in bands if b.lo <= w < b.hi]
+        # 1e-9 relative: a grid point closer than that to an edge may fall either side
+        if not any(abs(w - e) <= 1e-9 * w for b in bands for e in (b.lo, b.hi)):
+            assert inside == [k], (w, k, bands)
+    assert bands[0].lo == 0.0 and np.isinf(bands[-1].hi)
+    assert all(a.hi == b.lo for a, b in zip(bands, bands[1:]))
+
+
+def test_widest_band_is_the_sharpest_elbow_by_hand():
+    # cost drops 0.3 per K to K = 4, then 0.001 (K = 5-7), 0.04 (K = 8), 0.0005 (K = 9);
+    # comp(K) = 0.01 K (linear), so a band's edges are 0.01 K-steps / cost drops:
+    # K=1 [0, 1/30), K=4 [1/30, 0.04/0.043), K=8 [0.04/0.043, 20), K=9 [20, inf).
+    # Bounded: K=4 (1.45 decades) and K=8 (1.33): the widest is K = 4.
+    # mutations caught: narrowest band (K=8), unbounded bands allowed (K=1 or 9)
+    rel = np.array([1.0, 0.7, 0.4, 0.1, 0.099, 0.098, 0.097, 0.057, 0.0565])
+    comp = 0.01 * np.arange(1, 10)
+    bands = mu_bands(comp, rel)
+    assert [b.k for b in bands] == [1, 4, 8, 9]
+    assert bands[1].lo == pytest.approx(0.01 / 0.3)
+    assert bands[2].lo == pytest.approx(0.04 / 0.043) and bands[3].lo == pytest.approx(20.0)
+    best = widest_band(bands)
+    assert best.k == 4 and best.decades == pytest.approx(math.log10(0.04 / 0.043 * 30))
+    assert widest_band((MuBand(1, 0.0, 1.0), MuBand(2, 1.0, np.inf))) is None
+
+
+def test_relative_cap_by_hand():
+    # c = 0.5: c(√K − 1) < 1 ⇔ √K < 3 ⇔ K < 9 -> cap 8; c = 2: √K < 1.5 -> K ≤ 2
+    assert relative_cap(0.5, 20) == 8
+    assert relative_cap(2.0, 20) == 2
+    assert relative_cap(0.5, 5) == 5
+
+
+def test_select_k_widest_band_finds_the_elbow_the_relative_mu_cannot_reach():
+    # 10 well-separated planted contexts, d large against m: the relative μ is capped
+    # below 10, the widest band picks 10.  mutation caught: widest_band returning the
+    # widest band including K = 1's (unbounded) -> K̂ = 1
+    # (c = √((d/m) log(em/d)) = 0.57 at d = 200, m = 2000: relative cap 7)
+    x, _ = planted_model_vectors(40, 10, 200, separation=10.0, noise=0.1, seed=0)
+    m = 2000
+    rel = select_k(x, mu="relative", m=m, k_max=20)
+    wide = select_k(x, mu="widest-band", m=m, k_max=20)
+    assert rel.relative_cap < 10 and rel.k_hat <= rel.relative_cap and rel.cap_line()
+    assert wide.k_hat == 10 and wide.mu_rule == "widest-band" and wide.cap_line() == ""
+    band = next(b for b in wide.bands if b.k == 10)
+    w = wide.mu * wide.scale ** 2
+    assert band.lo < w < band.hi
+    assert [line.startswith("K=10") for line in wide.band_lines() if "(K_hat)" in line] == [True]

@@ -18,8 +18,10 @@ def test_the_default_lists_the_four_papers_at_least_115_items(capsys):
     assert code == 0
     for name in ("pFedMe (Dinh", "CGPFL (Tang", "PPFE (Emrani", "PLGU (Qu"):
         assert f"== {name}" in out
-    total = int(out.strip().splitlines()[-1].split(" item(s)")[0])
+    total = int(out.strip().splitlines()[-2].split(" item(s)")[0])
     assert total >= 115
+    assert out.strip().splitlines()[-1].startswith(
+        "verdicts read from docs/results/verify_quick.json (pflt verify --quick")
     assert "FedSAM (Qu" not in out                    # the baselines only with --paper all
 
 
@@ -29,7 +31,7 @@ def test_filters_and_json(capsys):
     assert code == 0 and rows and {r["paper"] for r in rows} == {"plgu"}
     assert {r["status"] for r in rows} == {"absent"} and all(r["reason"] for r in rows)
     labels = {r["label"] for r in rows}
-    assert {"Table 3", "Table 4", "Fig. 7"} <= labels
+    assert {"Table 3", "Table 6", "Fig. 7"} <= labels
     code, out, _ = _run(["--paper", "all", "--json"], capsys)
     assert any(r["paper"] == "fedavg" for r in json.loads(out))
 
@@ -42,6 +44,7 @@ def test_results_of_your_own_verify_run_are_read(tmp_path, capsys):
     block = out.split("Lemma 5 (")[1].split("\n\n")[0]
     assert "verdicts: ppfe.lemma5_composition FAILS" in block
     assert "runnable  Lemma 4" in out                 # its checks have no verdict there
+    assert f"verdicts read from {tmp_path / 'results.json'} (pflt verify --full" in out
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

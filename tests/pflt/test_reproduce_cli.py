@@ -216,17 +216,35 @@ def test_a_users_run_never_touches_the_shipped_results(tmp_path, capsys, real_fo
     assert "paper_figures/results/cgpfl_table1_fmnist.csv" in _git(repo, "status", "--porcelain")
 
 
-def test_dry_run_of_the_complete_shipped_table_says_nothing_is_left(capsys):
+def test_dry_run_of_a_complete_table_says_nothing_is_left(tmp_path, capsys):
     # issue 45.1: "0 to run" and no command at all; mutation caught: the --force list not
-    # being the shipped rows' own commands
-    assert main(["reproduce", "cgpfl_table1_fmnist", "--update-shipped", "--dry-run",
-                 "--rounds", "200"]) == 0
+    # being the table's own commands, or a failed row counted as finished
+    from verification.experiments.reproduction import cells
+    from verification.experiments.reproduction_run import write_rows
+    from verification.experiments.reproductions import get_reproduction
+
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    cs = cells(rep, seeds=[0, 1], columns=["fmnist_mlr"], methods=["FedAvg", "APFL"])
+    cmds = [c.command(None, str(Path("runs") / "reproduce" / rep.name / c.run_name)) for c in cs]
+    out = tmp_path / "out"
+    write_rows(out / f"{rep.name}.csv", [dict(method=c.row.label, model="mlr", seed=c.seed,
+                                              metric=c.metric, value="0.5", command=cmd,
+                                              column="fmnist_mlr", rounds=200, status="ok")
+                                         for c, cmd in zip(cs, cmds)])
+    argv = ["reproduce", rep.name, "--dry-run", "--seeds", "0", "1", "--columns", "fmnist_mlr",
+            "--methods", "fedavg", "apfl", "--out", str(out)]
+    assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("nothing left to run: all 54 cells are finished in ")
-    assert "with --force these 54 would run again:" in lines[1]
-    shipped = {r["command"] for r in _rows(Path(__file__).resolve().parents[2] / "paper_figures"
-                                           / "results" / "cgpfl_table1_fmnist.csv")}
-    assert len(lines) == 56 and set(lines[2:]) <= shipped
+    assert lines[1] == (f"nothing left to run: all 4 cells are finished in {out}/{rep.name}.csv; "
+                        "with --force these 4 would run again:")
+    assert lines[2:] == cmds
+    rows = _rows(out / f"{rep.name}.csv")
+    rows[1].update(status="exit 2", value="nan", reason="boom")
+    write_rows(out / f"{rep.name}.csv", rows)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "3 already in" in lines[0] and "1 failed before (they run again)" in lines[0]
+    assert lines[1] == cmds[1] and "failed before (exit 2: boom): it runs again" in lines[2]
 
 
 def test_a_failed_cell_exits_1_names_its_reason_and_runs_again(tmp_path, capsys,

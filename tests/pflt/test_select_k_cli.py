@@ -19,6 +19,24 @@ def test_planted_table(capsys):
     assert out.count("<- K_hat") == 1
 
 
+def test_mu_rules_print_the_bands_and_the_relative_cap(capsys):
+    # 10 planted contexts, d = 200 against m = 2000: relative μ capped at K <= 7 (one line);
+    # the default widest band chooses 10 and prints the band of μ of every K on the envelope
+    base = ["select-k", "--planted", "40,10,200", "--noise", "0.1", "--m", "2000",
+            "--restarts", "3"]
+    assert main(base + ["--mu-rule", "relative"]) == 0
+    out = capsys.readouterr().out
+    assert "relative mu caps K_hat <= 7 whatever the data" in out
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "K_hat = 10" in out and "caps" not in out and "(widest band)" in out
+    assert [ln.split()[0] for ln in out.splitlines() if "(K_hat)" in ln] == ["K=10"]
+    assert main(base + ["--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    lo, hi = next((b[1], b[2]) for b in js["mu_bands"] if b[0] == 10)
+    assert js["inputs"]["mu_rule"] == "widest-band" and lo < js["inputs"]["mu"] < hi
+
+
 def test_models_file_json_matches_independent_e(tmp_path, capsys):
     x, _ = planted_model_vectors(10, 2, 3, separation=8.0, noise=0.2, seed=1)
     path = tmp_path / "models.npy"
@@ -68,7 +86,7 @@ def test_mu_is_optional_and_scale_free(tmp_path, capsys):
     assert [o["k_hat"] for o in outs] == [4, 4, 4]
     assert all(np.all(np.isfinite(o["e"])) for o in outs)
     np.testing.assert_allclose(outs[1]["e"], outs[0]["e"], rtol=1e-9)
-    assert outs[0]["inputs"]["mu_rule"] == "relative"
+    assert outs[0]["inputs"]["mu_rule"] == "widest-band"
     assert outs[0]["alternatives"]["bic"]["k_hat"] == 4
     assert len(outs[0]["relative_cost"]) == len(outs[0]["ks"]) == 15
 

@@ -230,3 +230,30 @@ def test_from_run_qualifies_a_t_star_the_run_did_not_reach(tmp_path, capsys, sta
     text = capsys.readouterr().out
     assert ("qualified by the notes below" in text) == bool(expected)
     assert text.count("\nnote: ") == len(expected)
+
+
+@pytest.mark.parametrize("value, shown", [("x", "'x'"), (1.5, "1.5"), (-0.1, "-0.1"),
+                                          (float("nan"), "nan"), (None, "None")])
+def test_from_run_a_bad_value_names_the_file(tmp_path, capsys, value, shown):
+    # mutation caught: float(entry[...]) unchecked ("could not convert string to float: 'x'"
+    # with no file named; 1.5 or NaN silently taken as a stage error; issue 43)
+    _ppfe_run(tmp_path, [(0, 0.1), (1, value)])
+    assert main(["select-stages", "--from-run", str(tmp_path), "--n", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and (
+        f"--from-run: {tmp_path / 'history.json'}: round 20's stage_weighted_error = {shown} "
+        f"is not a number in [0, 1]") in err
+
+
+def test_from_run_an_unreadable_run_options_names_it_instead_of_two_classes(ppfe_run,
+                                                                              tmp_path, capsys):
+    # mutation caught: run_data's silent fallback (C = 2 and no n) when run_options.json is
+    # there but damaged: the bound was computed from defaults the run never had
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(ppfe_run, copy)
+    (copy / "run_options.json").write_bytes(bytes(range(256)))
+    assert main(["select-stages", "--from-run", str(copy)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"--from-run: {copy / 'run_options.json'}" in err

@@ -67,6 +67,12 @@ HOSTILE = [
     (["--algorithm", "cgpfl", "--mu", "0.2"], "--mu does not apply"),
     (["--alpha", "0.5"], "--alpha does not apply to --algorithm pfedme"),
     (["--nonconvex", "--mu", "0.2"], "--mu does not apply"),
+    # issue 43: torch's 80 GB allocation error; "need 0 < 1 - eta*mu_F/2 < 1, got 1.0"
+    (["--noise-sq", "1", "--batch-size", "1000000000"],
+     "--batch-size 1000000000: the engine's measurement would need at least 29.8 GiB (its "
+     "(R + 1)·N·|D| = 4,000,000,000 mini-batch indices alone"),
+    (["--lr", "1e-300"], "--lr 1e-300: ηβRμ_F/2 = 4.97e-302 is below float64's resolution"),
+    (["--lr", "100"], "need ηβRμ_F/2 < 1, got 4.967; use --lr < 20.13"),
 ]
 
 

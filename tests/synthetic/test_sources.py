@@ -103,3 +103,35 @@ def test_max_client_size_auto_none_and_int():
     full = sizes(None)
     assert sizes("auto") == full == sizes("none")   # 6 clients fit the 1 GiB budget
     assert sizes(300) == [min(n, 300) for n in full] and max(full) > 300
+
+
+def test_standardize_and_validation_fraction_data_options():
+    # standardize: every pixel (x − mean)/(std + 0.001) over the pool; validation: the
+    # evaluated split is carved from the training split, the test split is never built.
+    # mutations caught: no standardisation (mean 0.3), the old test split kept as "test"
+    import numpy as np
+
+    from synthetic.real_data.partition_overlap import row_digests
+    from synthetic.sources import DataSpec, build_federation, standardize_pool
+
+    x = np.random.default_rng(0).random((50, 4)).astype(np.float32)
+    z = standardize_pool(x)
+    np.testing.assert_allclose(z.mean(0), 0.0, atol=1e-5)          # float32 sums of 50
+    np.testing.assert_allclose(z.std(0), x.std(0) / (x.std(0) + 1e-3), rtol=1e-4)
+    base = DataSpec(data="digits", num_clients=5, partition="iid", seed=0)
+    plain = build_federation(base, device="cpu")
+    std = build_federation(DataSpec(**{**base.__dict__, "standardize": True}), device="cpu")
+    assert abs(float(plain.train.x.mean())) > 0.05 and abs(float(torch_mean(std))) < 0.05
+    val = build_federation(DataSpec(**{**base.__dict__, "validation_fraction": 0.2}),
+                           device="cpu")
+    train_rows = set(row_digests(plain.train.x).tolist())
+    assert set(row_digests(val.test.x).tolist()) <= train_rows
+    assert set(row_digests(val.train.x).tolist()) <= train_rows
+    assert int(val.train.counts.sum() + val.test.counts.sum()) == int(plain.train.counts.sum())
+    assert not set(row_digests(val.test.x).tolist()) & set(row_digests(plain.test.x).tolist())
+
+
+def torch_mean(fed):
+    import torch
+
+    return torch.cat([fed.train.x.flatten(), fed.test.x.flatten()]).mean()

@@ -93,6 +93,13 @@ def prop1_constants(ctx: Context) -> Outcome:
         upper = lam * L / (lam + L)
         viol = max(viol, float((c.mu_F - ev.min()) / c.mu_F), float((ev.max() - upper) / upper),
                    float(upper > c.L_F))
+        # every constant computed a second time here (issue 41: κ_F was read by no check):
+        # μ_F = λμ/(λ+μ), L_F = λ, κ_F = L_F/μ_F = 1 + λ/μ, and the measured condition
+        # number of ∇²F (eigenvalues of λA(A+λI)⁻¹) at most κ_F
+        own = {"mu_F": lam * mu / (lam + mu), "L_F": lam, "kappa_F": (lam + mu) / mu}
+        viol = max(viol, *(abs(getattr(c, k) - v) / v for k, v in own.items()),
+                   float(((ev.max(-1).values / ev.min(-1).values).max() - c.kappa_F)
+                         / c.kappa_F))
     An, _ = random_quadratics(g, p["count"], p["dim"], -L, L)
     mismatches = []
     for lam in np.linspace(1.1 * L, 4 * L, 12):

@@ -9,7 +9,9 @@ variances, structural identities as z = ∞ when broken):
   coordinate j (1-based) vs j^{-1.2} (the docstring's (j+1)^{-1.2} with j 0-based); balanced
   assignment (every context ⌊N/K₀⌋ or ⌈N/K₀⌉ clients); the spread of the client feature
   averages across 400 small clients vs β + 1/d + (Σ_j j^{-1.2})/(d² n_i);
-* regression: y − ⟨w_i, x⟩ vs noise², w_i − c_k vs τ², c_k vs separation².
+* regression: y − ⟨w_i, x⟩ vs noise², w_i − c_k vs τ², c_k vs separation²;
+* planted model vectors: the smallest centre distance equals ``separation`` (an identity),
+  θ_i − c_k vs noise² per coordinate.
 
 The feature law's B_i ~ N(0, β) is read here as the code does (β a variance: sd √β), which
 differs from ``synthetic/fedprox.py`` (β a standard deviation) — reported, not changed.
@@ -63,7 +65,22 @@ def contexts_planted_moments(ctx: Context) -> Outcome:
     resid = np.concatenate([y - x @ w for x, y, w in zip(rg.xs, rg.ys, rg.client_models)])
     dev_r = np.concatenate([w - rg.context_models[a]
                             for w, a in zip(rg.client_models, rg.assignment)])
-    z = {"class_context_models": _z_var(ctx_w, CLASSIF["separation"] ** 2),
+    # planted_model_vectors (the CGPFL checks' clients): the smallest distance between two
+    # contexts' centres is exactly ``separation`` (read with noise 0: the vectors are the
+    # centres), and θ_i − c_k has variance noise² per coordinate (issue 41: read by no check)
+    sep, noise, dim_p = 3.0, 0.5, 5
+    exact, lab = contexts.planted_model_vectors(n, 4, dim_p, separation=sep, noise=0.0,
+                                                seed=ctx.seed)
+    centres = np.array([exact[lab == c][0] for c in range(4)])
+    gaps = np.sqrt(((centres[:, None] - centres[None]) ** 2).sum(-1))[np.triu_indices(4, 1)]
+    if abs(gaps.min() - sep) > 1e-12 * sep:   # a rescaling by one float64 division
+        broken = f"planted centres' smallest distance {gaps.min():.6g} != separation {sep}"
+    noisy, lab2 = contexts.planted_model_vectors(max(n, 200), 4, dim_p, separation=sep,
+                                                 noise=noise, seed=ctx.seed)
+    exact2, _ = contexts.planted_model_vectors(max(n, 200), 4, dim_p, separation=sep,
+                                               noise=0.0, seed=ctx.seed)
+    z = {"planted_within_spread": _z_var((noisy - exact2).ravel(), noise ** 2),
+         "class_context_models": _z_var(ctx_w, CLASSIF["separation"] ** 2),
          "class_client_deviation": _z_var(np.concatenate(dev_w), CLASSIF["tau"] ** 2),
          "class_features": z_feat[np.argmax(np.abs(z_feat))],
          "class_mean_spread": (avg.var(ddof=1) / spread_var - 1) / np.sqrt(2 / (len(avg) - 1)),

@@ -64,25 +64,28 @@ def _figures(run: "CheckRun", out_dir: Path | None) -> list[str]:
     return [_relative(f, out_dir) for r in run.results for f in r.figures]
 
 
+def check_entry(run: "CheckRun", out_dir: Path | None = None) -> dict[str, Any]:
+    """One check's entry of ``results.json`` (figure paths relative to ``out_dir``)."""
+    c = run.check
+    per_seed = []
+    for r in run.results:
+        d = r.to_dict()
+        d["figures"] = [_relative(f, out_dir) for f in r.figures]
+        per_seed.append(d)
+    return json_safe({
+        "id": c.id, "paper": c.paper, "paper_id": c.paper_id, "cited": c.cited,
+        "reference": c.reference, "kind": c.kind, "reconstructed": c.reconstructed,
+        "tolerance": c.tolerance, "tolerance_reason": c.tolerance_reason,
+        "description": c.description, "verdict": run.verdict.value, "seeds_holding": run.seeds_holding,
+        "n_seeds": len(run.results), "seconds": round(run.seconds, 4),
+        "cpu_seconds": None if run.cpu_seconds is None else round(run.cpu_seconds, 3),
+        "figures": _figures(run, out_dir), "results": per_seed,
+    })
+
+
 def results_dict(suite: "SuiteRun", out_dir: Path | None = None) -> dict[str, Any]:
     """The content of ``results.json`` (figure paths relative to ``out_dir``)."""
-    checks = []
-    for run in suite.runs:
-        c = run.check
-        per_seed = []
-        for r in run.results:
-            d = r.to_dict()
-            d["figures"] = [_relative(f, out_dir) for f in r.figures]
-            per_seed.append(d)
-        checks.append({
-            "id": c.id, "paper": c.paper, "paper_id": c.paper_id, "cited": c.cited,
-            "reference": c.reference, "kind": c.kind, "reconstructed": c.reconstructed,
-            "tolerance": c.tolerance, "tolerance_reason": c.tolerance_reason,
-            "description": c.description,
-            "verdict": run.verdict.value, "seeds_holding": run.seeds_holding,
-            "n_seeds": len(run.results), "seconds": round(run.seconds, 4),
-            "figures": _figures(run, out_dir), "results": per_seed,
-        })
+    checks = [check_entry(run, out_dir) for run in suite.runs]
     return json_safe({"environment": suite.environment, "size": suite.size,
                       "seeds": list(suite.seeds), "summary": suite.counts(),
                       "sensitivity_summary": sensitivity_line(suite),

@@ -35,7 +35,7 @@ import traceback
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -214,14 +214,19 @@ def _seed_list(seeds: int | Sequence[int]) -> list[int]:
 
 def run_suite(checks: Iterable[Check], *, size: str = "full",
               seeds: int | Sequence[int] = 1, out_dir: Path | None = None,
-              progress: bool = True, import_errors: dict[str, str] | None = None) -> SuiteRun:
+              progress: bool = True, import_errors: dict[str, str] | None = None,
+              done: dict[str, CheckRun] | None = None,
+              on_done: Callable[[CheckRun], None] | None = None) -> SuiteRun:
     """Run every check once per seed (``seeds`` = N means seeds ``0 … N-1``; a sequence
     gives the seeds explicitly), figures under ``out_dir/figures/<id>/seed<k>/``, and
-    aggregate per check."""
+    aggregate per check.  A check in ``done`` (kept from an interrupted run,
+    :mod:`verification.core.progress`) is not run again; ``on_done`` is called with each
+    check's run as it ends (its process CPU time measured)."""
     if size not in ("quick", "full"):
         raise ValueError(f"size must be 'quick' or 'full', got {size!r}")
     seed_list = _seed_list(seeds)
     checks = list(checks)
+    done = done or {}
     runs = []
     for module, error in sorted((import_errors or {}).items()):
         chk, res = _import_error_check(module, error)
@@ -230,7 +235,12 @@ def run_suite(checks: Iterable[Check], *, size: str = "full",
                disable=not progress, file=sys.stderr, dynamic_ncols=True)
     try:
         for chk in checks:
+            if chk.id in done:
+                runs.append(done[chk.id])
+                bar.update(len(seed_list))
+                continue
             results = []
+            cpu = time.process_time()
             for seed in seed_list:
                 bar.set_postfix_str(f"{chk.id} seed={seed}", refresh=False)
                 fig_dir = None
@@ -241,7 +251,10 @@ def run_suite(checks: Iterable[Check], *, size: str = "full",
                 if fig_dir is not None:
                     _remove_empty(fig_dir, stop=Path(out_dir) / "figures")
                 bar.update(1)
-            runs.append(CheckRun(chk, aggregate(results), tuple(results)))
+            runs.append(CheckRun(chk, aggregate(results), tuple(results),
+                                 time.process_time() - cpu))
+            if on_done is not None:
+                on_done(runs[-1])
     finally:
         bar.close()
     return SuiteRun(runs=tuple(runs), size=size, seeds=tuple(seed_list),
@@ -289,10 +302,18 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
                    kinds: Iterable[str] | None = None, size: str = "full",
                    seeds: int | Sequence[int] = 1,
                    out_dir: Path = Path("verify_out"), progress: bool = True,
-                   echo: bool = True, wide: bool = False) -> SuiteRun:
-    """Load, select, run, write ``results.json``/``report.md``; print the table if
-    ``echo`` (long values wrapped; ``wide``: one line per check). This is what ``pflt
-    verify`` does."""
+                   echo: bool = True, wide: bool = False, keep: Path | None = None,
+                   fresh: bool = False, announce: bool = True) -> SuiteRun:
+    """Load, select, run, write ``results.json``/``report.md``/``details.md``; print the
+    table if ``echo`` (long values cut at two lines; ``wide``: one line per check). This is
+    what ``pflt verify`` does.  With ``keep`` (the user's output directory, when ``out_dir``
+    is a staging directory that a failure discards), each finished check is recorded there
+    as it ends and a re-run resumes from the record (:mod:`verification.core.progress`;
+    ``fresh``: start over).  ``announce``: first print the estimated cost to stderr, from
+    the measured per-check costs (:mod:`verification.core.check_costs`)."""
+    from verification.core.check_costs import estimate
+    from verification.core.progress import Progress
+
     checks, import_errors = load_checks(only=only)
     for module, error in import_errors.items():
         print(f"warning: check module {module!r} failed to import: {error}", file=sys.stderr)
@@ -305,10 +326,22 @@ def run_and_report(*, only: Iterable[str] | str | None = None,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_previous(out_dir)
+    seed_list = _seed_list(seeds)
+    record = Progress(keep, size, tuple(seed_list), fresh=fresh) if keep is not None else None
+    done = record.done(chosen, out_dir) if record is not None else {}
+    if announce:
+        print(estimate([c.id for c in chosen if c.id not in done], size, len(seed_list),
+                       done=len(done)), file=sys.stderr, flush=True)
+        if done:
+            print(f"resuming: {len(done)} check(s) kept in {record.log} are not run again "
+                  f"(--fresh starts over)", file=sys.stderr, flush=True)
     start = time.perf_counter()
-    suite = run_suite(chosen, size=size, seeds=seeds, out_dir=out_dir, progress=progress,
-                      import_errors=import_errors)
+    suite = run_suite(chosen, size=size, seeds=seed_list, out_dir=out_dir, progress=progress,
+                      import_errors=import_errors, done=done,
+                      on_done=(lambda run: record.record(run, out_dir)) if record else None)
     suite.environment["wall_seconds"] = round(time.perf_counter() - start, 2)
+    if done:
+        suite.environment["resumed_checks"] = len(done)
     write_outputs(suite, out_dir)
     if echo:
         print(format_table(suite, width=None) if wide else format_table(suite))

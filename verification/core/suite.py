@@ -21,6 +21,9 @@ class CheckRun:
     check: Check
     verdict: Verdict
     results: tuple[Result, ...]
+    #: process CPU seconds over all seeds (``None``: not measured, e.g. kept from an
+    #: interrupted run that predates the measurement)
+    cpu_seconds: float | None = None
 
     @property
     def seeds_holding(self) -> int:

@@ -88,9 +88,11 @@ ITEMS = table("pfedme", (
      "10 classes, N = 100, power-law sizes in [250, 25810]",
      "c:synthetic.fedprox_feature_moments c:synthetic.fedprox_reference_replay f:B.7"),
     ("Fig. 1", "§5", "E", "effect of K (inner steps) on convergence, MNIST, MLR and DNN: "
-     "K ≈ 3–5 suffices", "r:pfedme_figs_mnist"),
+     "K ≈ 3–5 suffices", "r:pfedme_figs_mnist r:pfedme_figs_transfer_fmnist "
+     "c:transfer_fmnist.pfedme_fig1_k"),
     ("Fig. 2", "§5", "E", "effect of β on convergence, MNIST: larger β converges faster, "
-     "too large destabilises", "r:pfedme_figs_mnist"),
+     "too large destabilises", "r:pfedme_figs_mnist r:pfedme_figs_transfer_fmnist "
+     "c:transfer_fmnist.pfedme_fig2_beta"),
     ("Fig. 3", "§5", "E", "pFedMe (PM) vs its global model, Per-FedAvg, FedAvg on MNIST at "
      "shared hyper-parameters: PM ahead by 0.9–1.5 %", "r:pfedme_figs_mnist"),
     ("Fig. 4", "§5", "E", "the same comparison on Synthetic: PM 6.1 %, 3.8 %, 5.2 % above GM, "
@@ -99,7 +101,8 @@ ITEMS = table("pfedme", (
      "β = 1) is not a reproduction entry or figure script (the generator is checked: "
      "synthetic.fedprox_reference_replay)"),
     ("Table 1 (MNIST)", "§5", "E", "fine-tuned accuracies on MNIST: pFedMe-PM best "
-     "(95.62 MLR, 99.46 DNN)", "r:pfedme_table1_mnist"),
+     "(95.62 MLR, 99.46 DNN)", "r:pfedme_table1_mnist r:pfedme_table1_transfer_fmnist "
+     "c:transfer_fmnist.pfedme_pm_best c:transfer_fmnist.pfedme_over_fedavg"),
     ("Table 1 (Synthetic)", "§5", "E", "fine-tuned accuracies on Synthetic: pFedMe-PM best "
      "(83.20 MLR, 86.36 DNN), PM > GM, Per-FedAvg > FedAvg",
      "file:paper_figures/results/pfedme_table1_full.md c:pfedme.table1_ordering "

@@ -15,8 +15,10 @@ _THM7 = ("c:ppfe.transcription_theorem7 c:ppfe.bound_theorem7_calculator "
          "f:C.5.3 fig:ppfe_nn fig:bound_tightness")
 _COR2 = ("c:ppfe.transcription_corollary2 c:ppfe.bound_corollary2_clients "
          "c:ppfe.shape_corollary2_N f:C.5.4")
-_ABLATION = ("no reproduction entry on the paper's data (issue 42 item 4); the ordering check "
-             "runs PPFE's stages against fixed heads on a small synthetic federation")
+_ABLATION = ("no reproduction entry on the paper's data (issue 42 item 4); the transfer on "
+             "Fashion-MNIST tests the claim, the synthetic ordering check runs PPFE's stages "
+             "against fixed heads on a small federation")
+_ABL = "r:ppfe_ablations_transfer_fmnist c:ppfe.stage_accuracy_improves"
 
 ITEMS = table("ppfe", (
     ("eq. (1)", "§1.1", "T", "abstract bound: gap ≲ Σ_t C(G_t)/(N n̄) + Σ_t C(P_t)/n̄ + "
@@ -82,7 +84,8 @@ ITEMS = table("ppfe", (
      "t:tests/synthetic/real_data/test_paper_partitions.py f:C.7",
      "covered by tests of the partition, no registered check"),
     ("Table 1", "§6.2.6", "E", "accuracy on CIFAR-10/100, EMNIST, Sent140 against 8 baselines: "
-     "PPFE best in 5 of 6 columns", "r:ppfe_table1",
+     "PPFE best in 5 of 6 columns", "r:ppfe_table1 r:ppfe_table1_transfer_fmnist "
+     "c:transfer_fmnist.ppfe_above_fedavg c:transfer_fmnist.ppfe_above_personalized",
      "the Sent140 column has no entry (no Sent140 loader, issue 42 item 5)"),
     ("Fig. 4(a)", "§6.2.7", "E", "accuracy against local data size 100 → 500 on CIFAR-100", "",
      "no entry: CIFAR-100 not on this machine and the sweep's S is unrecovered"),
@@ -91,36 +94,38 @@ ITEMS = table("ppfe", (
     ("Table 2", "§6.2.8", "E", "CIFAR-10 Dirichlet(1.0, 0.3) partitions: PPFE best in both",
      "r:ppfe_table2_dirichlet"),
     ("Table 3", "§6.3.1", "E", "model reduction on/off: with MR better in every column",
-     "c:ppfe.stage_accuracy_improves", _ABLATION),
+     _ABL + " c:transfer_fmnist.ppfe_table3_reduction", _ABLATION),
     ("Table 4", "§6.3.2", "E", "fixed heads M1–M3 against PPFE: deeper fixed heads degrade",
-     "c:ppfe.stage_accuracy_improves", _ABLATION),
+     _ABL + " c:transfer_fmnist.ppfe_table4_fixed_heads", _ABLATION),
     ("Table 5", "§6.3.3", "E", "no progression (WP) / no reweighting (WPW) against PPFE",
-     "c:ppfe.stage_accuracy_improves", _ABLATION),
-    ("Table 6", "App. A.3", "E", "SVD against structured sparsification: comparable", "",
-     "no entry: the sparse-mask variant is not implemented (issue 42 item 4)"),
-    ("Definition 1", "App. C", "T", "ε-cover and covering number N(F, ε)", "f:C.5.5",
+     _ABL + " c:transfer_fmnist.ppfe_table5_progression", _ABLATION),
+    ("Table 6", "App. B", "E", "SVD against structured sparsification: comparable",
+     "r:ppfe_ablations_transfer_fmnist c:transfer_fmnist.ppfe_table6_sparse",
+     "no reproduction entry on the paper's data (issue 42 item 4); the transfer on "
+     "Fashion-MNIST tests the claim"),
+    ("Definition 1", "App. C.1", "T", "ε-cover and covering number N(F, ε)", "f:C.5.5",
      "a definition: no check states it apart"),
-    ("Lemma 3", "App. C", "T", "uniform convergence through covers (from Mohri et al.)",
+    ("Lemma 3", "App. C.1", "T", "uniform convergence through covers (from Mohri et al.)",
      "f:C.5.5", "a cited standard result; used through Lemma 8 and eqs. (26)–(27)"),
-    ("Lemma 4", "App. C", "T", "covering number of fully-connected DNNs: "
+    ("Lemma 4", "App. C.2", "T", "covering number of fully-connected DNNs: "
      "log N(F, ε) ≤ P log(1 + ⌈MΛ/ε⌉), |f − f'| ≤ Λη", "c:ppfe.lemma4_perturbation "
      "c:ppfe.bound_lemma4_covering c:ppfe.bound_lemma4_perturbation c:ppfe.transcription_lemma4 "
      "f:C.5.6"),
-    ("Lemma 5", "App. C", "T", "compositional cover N(G∘F, ε_g + L_g ε_f) ≤ N(G, ε_g) N(F, ε_f)",
+    ("Lemma 5", "App. C.2", "T", "compositional cover N(G∘F, ε_g + L_g ε_f) ≤ N(G, ε_g) N(F, ε_f)",
      "c:ppfe.lemma5_composition c:ppfe.transcription_lemma5 f:C.5.7"),
-    ("Lemma 6", "App. C", "T", "covering number of T-stage ensembles (eqs. 21–22)",
+    ("Lemma 6", "App. C.2", "T", "covering number of T-stage ensembles (eqs. 21–22)",
      "c:ppfe.lemma6_product_cover c:ppfe.bound_lemma6_perturbation c:ppfe.transcription_lemma6 "
      "c:ppfe.transcription_lemma6_allocation f:C.5.8"),
-    ("Theorem 7", "App. C", "T", "formal generalization bound of Algorithm 1 (eq. 24)", _THM7),
-    ("eqs. (26)–(27)", "App. C", "T", "union bound: excess ≤ inf_ε 2L_ℓ ε + "
+    ("Theorem 7", "App. C.3", "T", "formal generalization bound of Algorithm 1 (eq. 24)", _THM7),
+    ("eqs. (26)–(27)", "App. C.3", "T", "union bound: excess ≤ inf_ε 2L_ℓ ε + "
      "B√((log N(ε) + log(2/δ))/(2N n̄))", "c:ppfe.transcription_union_bound "
      "c:ppfe.bound_theorem7_union f:C.5.9"),
-    ("Lemma 8", "App. C", "T", "pointwise concentration |L̂ − E L̂| ≤ B√(log(2/δ)/(2N n̄))",
+    ("Lemma 8", "App. C.3", "T", "pointwise concentration |L̂ − E L̂| ≤ B√(log(2/δ)/(2N n̄))",
      "c:ppfe.lemma8_mcdiarmid c:ppfe.bound_lemma8_quantile c:ppfe.bound_lemma8_envelope "
      "c:ppfe.transcription_lemma8 f:C.5.9"),
-    ("Lemma 9", "App. C", "T", "minimiser of a x + √(b log(c/x)) on (0, c] (eq. 28)",
+    ("Lemma 9", "App. C.3", "T", "minimiser of a x + √(b log(c/x)) on (0, c] (eq. 28)",
      "c:ppfe.lemma9_minimiser c:ppfe.transcription_lemma9 c:ppfe.transcription_lemma9_asymptotic "
      "f:C.5.10"),
-    ("Corollary 2", "App. C", "T", "formal (eqs. 29–30): widths w γ_w^t, S_T(γ_w) = "
+    ("Corollary 2", "App. C.3", "T", "formal (eqs. 29–30): widths w γ_w^t, S_T(γ_w) = "
      "Σ t γ_w^{2t}", _COR2),
 ))

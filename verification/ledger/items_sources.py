@@ -81,6 +81,10 @@ _ROWS = (
      "when only the test split changes", "c:engine.train_test_isolation"),
     ("toolkit", "permuted-label construction", "", "E", "planted clusters with per-client "
      "label permutations", "c:synthetic.permuted_labels_moments"),
+    ("toolkit", "oracles in non-default settings", "", "A", "every algorithm's engine equals "
+     "its per-client oracle with the model's l2 > 0 and with each non-default boolean / "
+     "one-of hyper-parameter value",
+     "c:engine.oracles_with_l2 c:engine.oracles_hyperparameter_values"),
 )
 
 

@@ -3,8 +3,9 @@
 =============  ===========================================================================
 ``measured``   a result file holds numbers on the paper's data: every column of the item's
                reproductions has a finished row in ``paper_figures/results/NAME.csv``, or a
-               named result file exists (never without a file)
-``checked``    a registered check of the item has a verdict in the verify results read
+               named result file exists (never without a file; a *transfer* — the papers'
+               claims on Fashion-MNIST in place of their data — is at most partial)
+``checked``    a registered check of the item has a verdict (not NOT RUN) in the verify results read
                (``docs/results/verify_quick.json`` by default, or a ``pflt verify``
                results.json)
 ``partial``    some of it is covered; the reason says what is missing
@@ -34,6 +35,8 @@ REPRO_RESULTS = Path("paper_figures/results")
 STATUSES = ("measured", "checked", "partial", "runnable", "absent")
 #: higher is better; "turns down" = a lower rank
 RANK = {s: len(STATUSES) - i for i, s in enumerate(STATUSES)}
+#: verdicts that decide something (NOT RUN and ERROR computed nothing: the check is runnable)
+DECIDED = frozenset({"HOLDS", "FAILS", "ERRATUM", "INCONCLUSIVE", "VACUOUS"})
 #: datasets present on the project's machine (Fashion-MNIST, Debian package): a reproduction
 #: needing any other is "runnable: data not on this machine"
 LOCAL_DATA = frozenset({"fmnist"})
@@ -50,6 +53,8 @@ class Evidence:
     verdict_source: str
     repro_rows: dict[str, list] = field(default_factory=dict)
     root: Path = ROOT
+    #: reproductions whose CSV could not be read: ``{name: why}`` (counted as no rows)
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 def load_verdicts(path: Path) -> tuple[dict[str, str], str]:
@@ -88,9 +93,14 @@ def gather(results: Path | None = None, repro_dir: Path | None = None,
 
     verdicts, source = load_verdicts(results if results is not None else ROOT / VERDICTS)
     repro_dir = Path(repro_dir) if repro_dir is not None else ROOT / REPRO_RESULTS
-    rows = {name: read_rows(repro_dir / f"{name}.csv") for name in REPRODUCTIONS}
+    rows, unreadable = {}, {}
+    for name in REPRODUCTIONS:
+        try:
+            rows[name] = read_rows(repro_dir / f"{name}.csv")
+        except (ValueError, KeyError) as exc:    # a broken file measures nothing; say so
+            rows[name], unreadable[name] = [], " ".join(str(exc).split())[:200]
     return Evidence(load_all() if checks is None else checks, dict(REPRODUCTIONS), verdicts,
-                    source, rows)
+                    source, rows, unreadable=unreadable)
 
 
 @dataclass(frozen=True)
@@ -119,9 +129,17 @@ def _repro_state(name: str, ev: Evidence) -> tuple[str, str]:
     from verification.experiments.reproduction import cells, cost_seconds
     from verification.experiments.reproduction_status import column_coverage
 
+    from verification.experiments.reproductions_transfer import TRANSFERS
+
     rep = ev.reproductions[name]
+    if name in ev.unreadable:
+        return "runnable", f"{name}: its result file is unreadable ({ev.unreadable[name]})"
     covs = [column_coverage(rep, col, ev.repro_rows.get(name, [])) for col in rep.columns]
     states = {c.state for c in covs}
+    if name in {t.name for t in TRANSFERS} and states != {"not run"}:
+        return "partial", (f"{name} (a transfer: Fashion-MNIST in place of the paper's data, "
+                           "never 'measured'): " + "; ".join(
+                               f"{c.column.key} {c.describe()}" for c in covs))
     if states == {"measured"}:
         return "measured", f"{name}: " + "; ".join(f"{c.column.key} {c.describe()}" for c in covs)
     if states != {"not run"}:
@@ -168,6 +186,7 @@ def assess(item: Item, ev: Evidence) -> Entry:
 
     checks = [c for c in item.checks if c in ev.checks]
     verdicts = {c: ev.verdicts[c] for c in checks if c in ev.verdicts}
+    decided = {c: v for c, v in verdicts.items() if v in DECIDED}
     reps = [_repro_state(r, ev) for r in item.reproductions if r in ev.reproductions]
     files = [f for f in item.files if (ev.root / f).is_file()]
     figs = [f for f in item.figures if (ev.root / "paper_figures" / f"{f}.py").is_file()]
@@ -179,18 +198,19 @@ def assess(item: Item, ev: Evidence) -> Entry:
         reasons += [r for _, r in reps] + [f"result file {f}" for f in files]
         if "measured" in states:               # the others are said in the reason
             status = "measured"
-        elif any(s in ("measured", "partial") for s in states) or verdicts:
+        elif any(s in ("measured", "partial") for s in states) or decided:
             status = "partial"
-            if verdicts:
-                reasons.append("checked: " + ", ".join(sorted(verdicts)))
+            if decided:
+                reasons.append("checked: " + ", ".join(sorted(decided)))
         else:
             status = "runnable"
-    elif verdicts:
+    elif decided:
         status = "checked"
     elif checks:
         status = "runnable"
-        reasons.append("registered after the verify results read: "
-                       + ", ".join(c for c in checks if c not in verdicts))
+        undecided = [c for c in checks if c not in decided]
+        reasons.append("no verdict in the verify results read (registered after them, or NOT "
+                       "RUN there): " + ", ".join(undecided))
     elif figs:
         status = "runnable"
         reasons.append("a figure script, not run here (figures are not committed)")

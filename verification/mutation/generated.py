@@ -55,7 +55,10 @@ import numpy as np
 
 FORMULA_MODULES = ("pfl_theory.pfedme", "pfl_theory.cgpfl", "pfl_theory.plgu",
                    "pfl_theory.ppfe_bounds", "pfl_theory.ppfe_covering", "pfl_theory.rates")
-PROBE_KINDS = ("bound", "envelope", "inequality", "identity", "rate")
+#: every kind whose verdict compares code with a formula: the claims against measurements
+#: (worst cases included since issue 41 — the exact worst cases are the tightest of them)
+#: and the identity checks
+PROBE_KINDS = ("bound", "envelope", "inequality", "identity", "rate", "worst_case")
 MUTANT_KINDS = ("constant", "sqrt-scope", "exponent", "dropped-factor", "swapped", "log-base")
 MAX_PER_FUNCTION = 8
 #: seconds one check may run under a mutant (a mutated step size or horizon can make a run

@@ -94,13 +94,19 @@ def _time_limit(seconds: int) -> Iterator[None]:
 
 
 def run_generated(checks: dict[str, Check], *, only: str | None = None,
-                  limit: int = MAX_PER_FUNCTION, echo: bool = True
+                  limit: int = MAX_PER_FUNCTION, echo: bool = True,
+                  pool_only: str | None = None
                   ) -> tuple[list[GeneratedResult], list[str], dict[tuple[str, str], list[str]]]:
     """Probe, generate, run (module docstring).  Returns (results, unchecked functions,
-    function → checks)."""
+    function → checks).  ``pool_only``: comma-separated globs on check ids — only those
+    checks are probed and run (a subset of the suite: the rates are then of that subset)."""
     import fnmatch
 
     pool = {cid: c for cid, c in checks.items() if c.kind in PROBE_KINDS}
+    if pool_only:
+        globs = [g.strip() for g in pool_only.split(",") if g.strip()]
+        pool = {cid: c for cid, c in pool.items()
+                if any(fnmatch.fnmatchcase(cid, g) for g in globs)}
     functions = formula_functions()
     users, baseline = probe(pool, functions)
     unchecked = [f"{m}:{f}" for m, f in functions if (m, f) not in users]

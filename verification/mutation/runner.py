@@ -139,9 +139,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--generated", action="store_true",
                     help="run the mutants generated from the pfl_theory formulas instead "
                          "(verification/mutation/generated.py): kill rate by checks alone")
+    ap.add_argument("--checks", default=None,
+                    help="with --generated: only the checks whose id matches these globs "
+                         "(comma-separated) are probed and run — a subset of the suite")
+    ap.add_argument("--out", default=None,
+                    help="with --generated: also write the kill rates to this JSON file (read "
+                         "by python -m paper_figures.readme_blocks for the README)")
     args = ap.parse_args(argv)
     if args.generated:
-        return _main_generated(args.only)
+        return _main_generated(args.only, args.out, args.checks)
     mutants = [m for m in CATALOGUE if args.only is None or fnmatch.fnmatchcase(m.name, args.only)]
     if not mutants:
         print(f"--only {args.only!r} matches no mutant", file=sys.stderr)
@@ -173,11 +179,43 @@ def kill_basis_line(results: Sequence[MutantResult], checks: dict[str, Check]) -
         " (identity checks compare the code with a second writing of our own reading)"
 
 
-def _main_generated(only: str | None) -> int:
+def write_rates(path: str, rates: dict, *, only: str | None, seconds: float,
+                checks: str | None = None, commit: str | None = None) -> None:
+    """The kill rates of a ``--generated`` run as JSON, with when, where and on what."""
+    import json
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    if commit is None:
+        commit = _head()
+    data = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": commit, "machine": f"{platform.machine()} {platform.system()}",
+            "only": only, "checks": checks, "seconds": round(seconds),
+            "rates": {g: {k: list(v) for k, v in t.items()} for g, t in rates.items()}}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _head() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _main_generated(only: str | None, out: str | None = None, pool: str | None = None) -> int:
+    import time
+
+    start, commit = time.perf_counter(), _head()   # the code the run measured
     checks, errors = load_checks()
     if errors:
         raise RuntimeError(f"check modules failed to import: {errors}")
-    results, unchecked, users = G.run_generated(checks, only=only)
+    results, unchecked, users = G.run_generated(checks, only=only, pool_only=pool)
     if not results:
         print(f"--only {only!r} matches no generated mutant", file=sys.stderr)
         return 2
@@ -186,8 +224,13 @@ def _main_generated(only: str | None) -> int:
     print(f"mutants not exercised (their change never applied): {unused}; rejected by the "
           f"formula's input validation: {sum(r.invalid for r in results)}; a check ran past "
           f"{G.CHECK_TIMEOUT_S} s: {sum(r.timed_out for r in results)}")
-    for line in G.format_rates(G.kill_rates(results, checks, users)):
+    rates = G.kill_rates(results, checks, users)
+    for line in G.format_rates(rates):
         print(line)
+    if out:
+        write_rates(out, rates, only=only, seconds=time.perf_counter() - start, checks=pool,
+                    commit=commit)
+        print(f"wrote {out}")
     return 0
 
 

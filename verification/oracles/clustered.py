@@ -188,7 +188,7 @@ def cgpfl_heur_trajectory(alg, fed, model, seed, rounds):
             k_max = min(alg.k_max or max(1, n // 2), n)
             chosen = flat if alg.select_on == "uploads" else \
                 torch.stack([o.flat(th) for th in thetas])
-            k_new, sel = plain_select_k(chosen.numpy(), mu=alg.mu or "relative",
+            k_new, sel = plain_select_k(chosen.numpy(), mu=alg.mu or alg.mu_rule,
                                  sizes=fed.train.counts.double().numpy(), k_max=k_max,
                                  restarts=alg.kmeans_restarts, seed=seed % 2**31)
             new_labels = [int(v) for v in sel]
@@ -259,5 +259,5 @@ register_oracle(Oracle(
     "cgpfl-heur", "CGPFL (Tang, Guo, Guo, IJCAI 2022)",
     "Algorithm 1 with K̂ = argmin e(K) chosen in round 0",
     algorithm("cgpfl-heur", lam=2.0, personal_lr=0.1, inner_steps=2, lr=0.05, alpha=0.8,
-          local_rounds=2, batch_size=5, kmeans_restarts=3, k_max=3, select_round=0),
+          local_rounds=2, batch_size=5, kmeans_restarts=3, k_max=4, select_round=0),
     o.default_setting, cgpfl_heur_trajectory, _cgpfl_observe))

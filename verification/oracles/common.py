@@ -57,8 +57,15 @@ def flat(params: Params) -> torch.Tensor:
 
 
 def loss(model, params: Params, x, y) -> torch.Tensor:
-    """Mean cross-entropy of one client's mini-batch (``x [1, B, ...]``)."""
-    return F.cross_entropy(model.forward(params, x)[0], y[0])
+    """Mean cross-entropy of one client's mini-batch (``x [1, B, ...]``), plus
+    ``l2/2 Σ‖W‖²`` over the weight matrices when the model carries ``l2 > 0`` (the models'
+    documented ℓ2 term, biases not regularised: algorithms/engine/models.py)."""
+    value = F.cross_entropy(model.forward(params, x)[0], y[0])
+    l2 = float(getattr(model, "l2", 0.0) or 0.0)
+    if l2 > 0:
+        value = value + 0.5 * l2 * sum((v[0] ** 2).sum() for k, v in params.items()
+                                       if k.endswith("weight"))
+    return value
 
 
 def grad(model, params: Params, x, y, keys=None, loss_fn=None) -> Params:

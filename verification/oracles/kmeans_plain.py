@@ -106,6 +106,25 @@ def aligned(labels: np.ndarray, centres: np.ndarray, old: np.ndarray) -> np.ndar
     return rename[np.asarray(labels)]
 
 
+def _widest_band_weight(comp, rel, fallback: float) -> float:
+    """The documented rule "widest-band", written here as each K's own interval: K is the
+    argmin for w in (max_{K'<K} (comp_K − comp_K')/(rel_K' − rel_K), min_{K'>K} (comp_K' −
+    comp_K)/(rel_K − rel_K')); among intervals bounded on both sides (lo > 0, hi < inf) the
+    widest in log w, smallest K on ties; w = √(lo·hi); ``fallback`` when none."""
+    best = None
+    n = len(comp)
+    for k in range(n):
+        lo = max([(comp[k] - comp[j]) / (rel[j] - rel[k]) if rel[j] > rel[k] else math.inf
+                  for j in range(k)], default=0.0)
+        hi = min([(comp[j] - comp[k]) / (rel[k] - rel[j]) if rel[k] > rel[j] else math.inf
+                  for j in range(k + 1, n)], default=math.inf)
+        if 0 < lo < hi < math.inf:
+            width = math.log(hi / lo)
+            if best is None or width > best[0]:
+                best = (width, math.sqrt(lo * hi))
+    return fallback if best is None else best[1]
+
+
 def plain_select_k(models, *, sizes, k_max: int, restarts: int, seed: int,
                    mu="relative") -> tuple[int, np.ndarray]:
     """CGPFL-Heur's ``(K̂, labels)`` from the models ``[N, d]`` and client ``sizes``."""
@@ -130,7 +149,11 @@ def plain_select_k(models, *, sizes, k_max: int, restarts: int, seed: int,
     rel = np.array([r[2] for r in runs]) / w.sum()
     m, d = float(w.sum()), x.shape[1]
     ks = np.arange(1, k_max + 1)
-    weight = (1.0 if s > 0 else 0.0) if mu == "relative" else float(mu) * (a * s) ** 2
-    e = np.sqrt(d * ks / m * math.log(math.e * m / d)) + weight * rel
+    comp = np.sqrt(d * ks / m * math.log(math.e * m / d))
+    weight = (1.0 if s > 0 else 0.0) if mu in ("relative", "widest-band") \
+        else float(mu) * (a * s) ** 2
+    if mu == "widest-band" and s > 0:
+        weight = _widest_band_weight(comp, rel, weight)
+    e = comp + weight * rel
     k_hat = int(ks[int(np.argmin(e))])
     return k_hat, runs[k_hat - 1][0]

@@ -237,8 +237,13 @@ class _CGPFLBase(Algorithm):
 
     def diagnostics(self, state: State, fed, model) -> dict:
         keys = ("q_distance", "grad_G_sq_over_K", "personal_gap_sq", "kmeans_cost",
-                "num_contexts", "k_hat")
-        return {k: float(state.tensors[k]) for k in keys if k in state.tensors}
+                "num_contexts", "k_hat", "mu")
+        out = {k: float(state.tensors[k]) for k in keys if k in state.tensors}
+        if "mu_bands" in state.tensors and "k_hat" in state.tensors:   # K̂'s band of μ
+            for k, lo, hi in mu_band_rows(state.tensors["mu_bands"]):
+                if k == int(state.tensors["k_hat"]):
+                    out.update(mu_band_lo=lo, mu_band_hi=hi)
+        return out
 
 
 @register("cgpfl")
@@ -262,6 +267,13 @@ class CGPFL(_CGPFLBase):
         return res.labels.to(fed.device), omega, {}
 
 
+def mu_band_rows(bands: torch.Tensor) -> list[tuple[int, float, float]]:
+    """``(K, lo, hi)`` per band of μ from CGPFL-Heur's ``mu_bands`` state tensor (rows K, lo)."""
+    rows = bands.tolist()
+    his = [lo for _, lo in rows[1:]] + [float("inf")]
+    return [(int(k), lo, hi) for (k, lo), hi in zip(rows, his)]
+
+
 @register("cgpfl-heur")
 @dataclass(frozen=True)
 class CGPFLHeur(_CGPFLBase):
@@ -270,9 +282,13 @@ class CGPFLHeur(_CGPFLBase):
     λ = ``lam``, η = ``personal_lr``, S = ``inner_steps``, β = ``lr`` (not η), α = ``alpha``."""
     k_max: int = hp(0, "largest K searched by e(K) (0: N/2, the paper's bound)", symbol="K_max")
     mu: float = hp(0.0, "weight μ of cost(Θ,Ω;K) in e(K), in the models' units (stands in "
-                        "for λ + L/2); 0 (default): the scale-free μ = 1/cost(1) of "
-                        "pfl_theory.cgpfl.select_k (K̂ unchanged when the models are rescaled)",
+                        "for λ + L/2); 0 (default): μ chosen by mu_rule",
                    check=nonnegative, symbol="μ")
+    mu_rule: str = hp("widest-band", "how μ is chosen when mu = 0 (pfl_theory.cgpfl.select_k): "
+                                     "'widest-band' (centre of the widest bounded band of μ "
+                                     "giving one K̂: the sharpest elbow of cost(K); reads the "
+                                     "uploads only) or 'relative' (μ = 1/cost(1); caps K̂ "
+                                     "whatever the data)", symbol="—")
     select_round: int = hp(0, "round in which K̂ = argmin e(K) is chosen and frozen", symbol="—")
     select_on: str = hp("uploads", "models clustered by e(K): 'uploads' (ω̃_{i,R}) or "
                                    "'personalized' (θ̃_i)", symbol="—")
@@ -283,12 +299,14 @@ class CGPFLHeur(_CGPFLBase):
         positive_int("select_round", self.select_round, minimum=0)
         if self.select_on not in ("uploads", "personalized"):
             raise ValueError(f"select_on must be 'uploads' or 'personalized', got {self.select_on!r}")
+        if self.mu_rule not in ("widest-band", "relative"):
+            raise ValueError(f"mu_rule must be 'widest-band' or 'relative', got {self.mu_rule!r}")
 
     def initial_contexts(self) -> int:
         return 1
 
     def cluster(self, state, fed, uploads, theta, rows):
-        from pfl_theory.cgpfl import RELATIVE_MU, select_k
+        from pfl_theory.cgpfl import select_k
 
         omega, n = state.models["context"], rows.numel()
         k = next(iter(omega.values())).shape[0]
@@ -297,19 +315,26 @@ class CGPFLHeur(_CGPFLBase):
             return res.labels.to(fed.device), omega, {}
         models = flatten(uploads if self.select_on == "uploads" else theta)
         k_max = min(self.k_max or max(1, n // 2), n)
-        sel = select_k(models.detach().cpu().double().numpy(), mu=self.mu or RELATIVE_MU,
+        sel = select_k(models.detach().cpu().double().numpy(), mu=self.mu or self.mu_rule,
                        m=fed.train.counts[rows].cpu().double().numpy(), k_max=k_max,
                        restarts=self.kmeans_restarts, seed=state.seed % 2**31)
         labels = torch.as_tensor(sel.clusterings[sel.k_hat - 1].labels, device=fed.device).long()
         p = assignment_matrix(labels, sel.k_hat, fed.dtype)
         omega_prev = project(select(omega, state.tensors["assignment"][rows]), p)  # Ω^t J^t P^{t+1}
         e = torch.as_tensor(sel.e_values, dtype=fed.dtype, device=fed.device)
+        # each band's K and lower edge in the models' units (w / cost(1)); its upper edge is
+        # the next band's lower edge, the last band's is +inf (kept finite in the state)
+        s2 = sel.scale ** 2 or 1.0
+        bands = torch.tensor([[b.k, b.lo / s2] for b in sel.bands], dtype=torch.float64,
+                             device=fed.device)
         return labels, omega_prev, {"k_hat": torch.tensor(sel.k_hat, device=fed.device),
-                                    "e_values": e}
+                                    "e_values": e, "mu": torch.tensor(sel.mu, dtype=torch.float64,
+                                                                   device=fed.device),
+                                    "mu_bands": bands}
 
     def server_aggregate(self, phase, state, uploads, fed, model):
         new, _ = super().server_aggregate(phase, state, uploads, fed, model)
         if "k_hat" not in new.tensors and "k_hat" in state.tensors:  # keep the frozen record
-            new = new.replace(tensors={**new.tensors, "k_hat": state.tensors["k_hat"],
-                                       "e_values": state.tensors["e_values"]})
+            new = new.replace(tensors={**new.tensors, **{k: state.tensors[k] for k in (
+                "k_hat", "e_values", "mu", "mu_bands") if k in state.tensors}})
         return new, None

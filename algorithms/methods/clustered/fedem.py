@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from algorithms.engine.steps import sgd_update
 from algorithms.engine.base import (Params, State, batch_size_hp, check_clients_per_round,
                              clients_per_round_hp, hp, local_lr_hp, register,
                              validate_hyperparameters, weighted_mean)
@@ -136,7 +137,7 @@ class FedEM(Algorithm):
             xr, yr = x[r].repeat_interleave(m, 0), y[r].repeat_interleave(m, 0)
             q = responsibilities(model, start, log_pi, xr, yr)
             g = weighted_grad(model, theta, q, xr, yr)
-            theta = {k: theta[k] - self.lr * g[k] for k in theta}
+            theta = sgd_update(theta, g, self.lr, in_place=r > 0)   # ``start`` kept
         upload = {k: v.view(p, m, *v.shape[1:]) for k, v in theta.items()}
         return {"mixture": pi}, {"components": upload}
 

@@ -147,7 +147,10 @@ class FedFomo(Algorithm):
         self_mask[torch.arange(dist.shape[0]), view.clients.to(dist.device)] = True
         w = first_order_weights(own_loss, losses, dist, self_mask)
         # θ_i + Σ_n w_n (θ_n − θ_i) = θ_i + (w θ − (Σ_n w_n) θ_i); exactly θ_i when w = 0
-        start = unflatten(mine + (w @ flat - w.sum(1, keepdim=True) * mine), own)
+        # w θ one row at a time (vector × matrix): a row's value must not depend on how many
+        # participants are computed together (client chunks, algorithms.engine.contract)
+        mixed = torch.stack([w[i] @ flat for i in range(w.shape[0])]) if w.shape[0] else w @ flat
+        start = unflatten(mine + (mixed - w.sum(1, keepdim=True) * mine), own)
         theta = local_sgd(model, start, x, y, self.lr)
         return {"personalized": theta}, {"model": theta}
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import torch
 
+from algorithms.engine.steps import sgd_update
 from algorithms.engine.base import (State, batch_size_hp, broadcast, check_clients_per_round,
                              clients_per_round_hp, hp, register, validate_hyperparameters,
                              weighted_mean)
@@ -136,8 +137,8 @@ class FedRoD(Algorithm):
             g, _ = balanced.grad(generic, x[r], y[r])
             joint = {**generic, **{k: generic[k] + personal[k] for k in personal}}
             gp, _ = model.grad(joint, x[r], y[r])
-            generic = {k: generic[k] - self.lr * g[k] for k in generic}
-            personal = {k: personal[k] - self.personal_lr * gp[k] for k in personal}
+            generic = sgd_update(generic, g, self.lr, in_place=True)    # own (broadcast)
+            personal = sgd_update(personal, gp, self.personal_lr, in_place=r > 0)
         body = [k for k in generic if k not in personal]
         return {"personal_head": personal}, {"body": subset(generic, body),
                                              "generic_head": subset(generic, list(personal))}

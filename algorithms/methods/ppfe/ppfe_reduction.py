@@ -64,6 +64,8 @@ def stage_rounds(total_rounds: int, fractions: list[float], stages: int) -> list
     if total < t:
         raise ValueError(f"total_rounds={total} < number of stages {t}")
     f = fractions[:t]
+    if not math.isfinite(sum(f)) or not math.isfinite((total - t) * max(f)):
+        f = [v / max(f) for v in f]     # relative sizes: 1e308,1e308 is 1,1 (no overflow)
     exact = [(total - t) * v / sum(f) for v in f]     # one round per stage reserved
     rounds = [1 + math.floor(e) for e in exact]
     order = sorted(range(t), key=lambda s: (-(exact[s] - math.floor(exact[s])), s))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from algorithms.engine.steps import sgd_update
 from algorithms.engine.base import (State, batch_size_hp, broadcast, check_clients_per_round,
                              clients_per_round_hp, hp, register, validate_hyperparameters,
                              weighted_mean)
@@ -84,7 +85,7 @@ class APFL(Algorithm):
             gbar, _ = model.grad(mix(a, v, w), x[r], y[r])
             inner = sum(((v[k] - w[k]) * gbar[k]).flatten(1).sum(1) for k in v)
             v = {k: v[k] - self.lr * (a.view(-1, *[1] * (v[k].ndim - 1)) * gbar[k]) for k in v}
-            w = {k: w[k] - self.lr * gw[k] for k in w}
+            w = sgd_update(w, gw, self.lr, in_place=True)        # own (broadcast)
             a = (a - self.mix_lr * inner).clamp(0.0, 1.0)
         return {"local": v, "alpha": a}, {"global": w}
 

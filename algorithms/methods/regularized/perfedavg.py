@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
+from algorithms.engine.steps import sgd_update
 from algorithms.engine.base import (State, batch_size_hp, broadcast, check_clients_per_round,
                              clients_per_round_hp, hp, register, sample_clients,
                              validate_hyperparameters, weighted_mean)
@@ -113,7 +114,7 @@ class PerFedAvg(Algorithm):
         for j, step_lr in enumerate((self.inner_lr, self.lr)):
             x, y = test.gather(_test_positions(test, u[:, j]))
             g, _ = model.grad(w, x, y)
-            w = {k: w[k] - step_lr * g[k] for k in w}
+            w = sgd_update(w, g, step_lr, in_place=True)         # own (broadcast)
         return w
 
     def first_phase(self, state: State, fed, model) -> Phase:

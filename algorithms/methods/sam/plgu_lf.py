@@ -54,6 +54,7 @@ from typing import Sequence
 
 import torch
 
+from algorithms.engine.steps import sgd_update
 from algorithms.engine.base import (Params, State, batch_size_hp, broadcast, check_clients_per_round, hp,
                              local_lr_hp, register, sq_distance, validate_hyperparameters,
                              weighted_mean)
@@ -94,7 +95,7 @@ def plgu_local(model, theta: Params, w: Params, x: torch.Tensor, y: torch.Tensor
     Returns ``(θ̃^{K}, w̃^{K})``."""
     for k in range(x.shape[0]):
         g, _ = model.grad(theta, x[k], y[k])
-        theta = {n: theta[n] - lr * g[n] for n in theta}
+        theta = sgd_update(theta, g, lr, in_place=k > 0)     # the caller's θ̃ not written
         res = sam_gradient(w, lambda q, k=k: model.grad(q, x[k], y[k])[0], rho=rho, p=p,
                            xi=xi, layers=layers, exponent=exponent)
         w = {n: w[n] - lr * res.sam_grad[n] for n in w}

@@ -45,6 +45,11 @@ def _mutate(monkeypatch, attr, old, new):
     ("regression_contexts", "x @ w_i + noise * rng.normal", "x @ w_i + 2 * noise * rng.normal"),
     ("regression_contexts", "centres[assign[i]] + tau * rng", "centres[assign[i]] + rng"),
     ("regression_contexts", "centres = tuple(sep * rng", "centres = tuple(sep / 2 * rng"),
+    # issue 41: the planted vectors' separation and spread were read by no check
+    ("planted_model_vectors", "centres *= sep / gaps[np.triu_indices(k, 1)].min()",
+     "centres *= sep / gaps[np.triu_indices(k, 1)].mean()"),  # mean distance, not the minimum
+    ("planted_model_vectors", "centres[assign] + noise * rng.normal",
+     "centres[assign] + np.sqrt(noise) * rng.normal"),
 ])
 def test_a_wrong_context_generator_fails(monkeypatch, attr, old, new):
     _mutate(monkeypatch, attr, old, new)

@@ -174,3 +174,27 @@ def test_the_paper_ids_of_the_items_are_the_table_s():
     assert items_of("PPFE (arXiv 2602.14244)") == items_of("ppfe")
     with pytest.raises(ValueError, match="unknown status"):
         ledger(status="done")
+
+
+def test_a_transfer_is_never_measured_and_not_run_is_no_verdict(evidence, tmp_path):
+    from verification.experiments.reproductions_transfer import TRANSFERS
+
+    rep = TRANSFERS[0]
+    item = next(i for i in ITEMS if rep.name in i.reproductions)
+    _write_rows(tmp_path / "t.csv", rep)
+    from verification.experiments.reproduction_run import read_rows
+
+    rows = {rep.name: read_rows(tmp_path / "t.csv")}
+    e = assess(item, Evidence(evidence.checks, evidence.reproductions, {}, "", rows))
+    assert e.status == "partial" and "a transfer" in e.reason
+    (cid,) = [c for c in item.checks if c.startswith("transfer_fmnist.")][:1]
+    e = assess(item, Evidence(evidence.checks, evidence.reproductions, {cid: "NOT RUN"}, "", {}))
+    assert e.status == "runnable" and e.verdicts == {cid: "NOT RUN"}
+
+
+def test_an_unreadable_result_file_measures_nothing_and_says_why(evidence, tmp_path):
+    (tmp_path / "cgpfl_table1_fmnist.csv").write_text("<<<<<<< HEAD\nmethod,model\n")
+    ev = gather(repro_dir=tmp_path)
+    assert "cgpfl_table1_fmnist" in ev.unreadable
+    e = next(e for e in ledger(ev, paper="cgpfl") if e.item.label == "Table 1 (FMNIST)")
+    assert e.status != "measured" and "unreadable" in e.reason

@@ -90,3 +90,25 @@ def test_kill_rates_say_what_they_rest_on():
     line = next(x for x in R.format_rates(rates) if x.startswith("killed, of all"))
     assert "claims against measurements 1/4 (25%)" in line
     assert "code equals our reading 3/4 (75%)" in line and "our own reading" in line
+
+
+def test_a_check_subset_is_probed_alone_and_the_rates_are_written(monkeypatch, tmp_path):
+    import json
+
+    from verification.mutation import runner
+
+    monkeypatch.setattr(R, "formula_functions",
+                        lambda: [("pfl_theory.ppfe_bounds", "corollary2_terms")])
+    results, _, users = R.run_generated(_fake_checks(), limit=2, echo=False,
+                                        pool_only="fake.unrelated")
+    assert users == {} and results == []            # the tight check was not in the pool
+    results, _, users = R.run_generated(_fake_checks(), limit=2, echo=False,
+                                        pool_only="fake.t*, other")
+    assert users and all(r.killed for r in results)
+    out = tmp_path / "rates.json"
+    runner.write_rates(str(out), R.kill_rates(results, _fake_checks(), users), only=None,
+                       seconds=1.0, checks="fake.t*", commit="abc")
+    data = json.loads(out.read_text())
+    assert data["checks"] == "fake.t*" and data["commit"] == "abc"
+    assert data["rates"]["basis"]["code equals our reading"] == [2, 2]
+    assert "worst_case" in G.PROBE_KINDS     # the exact worst cases count as measurements

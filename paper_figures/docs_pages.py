@@ -159,6 +159,10 @@ def findings_page(root: Path = ROOT) -> str:
         out += ["(no reproduction result committed yet: `pflt reproduce` writes them)", ""]
     for path in csvs:
         out += reproduction_table(path)
+    from paper_figures.real_data_status import transfer_table
+
+    out += ["## The papers' claims on the real Fashion-MNIST (transfers)", "",
+            transfer_table(root / REPRO_RESULTS)]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -29,6 +29,7 @@ _PLGU_SMALL = {"clients": "4", "clients_per_round": "2", "local_rounds": "2", "h
 SMALL = {
     "cgpfl_table1_fmnist": (_CG, None),
     "cgpfl_table1_fmnist_lr_grid": (_CG, ["fmnist_mlr"]),
+    "cgpfl_table1_fmnist_tune": (_CG, ["fmnist_mlr"]),
     "cgpfl_table1_mnist": (_CG, None),
     "cgpfl_table1_cifar10": ({**SMALL_CNN, "clients_per_round": "4", "classes_per_client": "3"}, None),
     "cgpfl_table2_lambda": (_CG, ["mnist_mlr", "fmnist_dnn"]),

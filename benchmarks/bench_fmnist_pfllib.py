@@ -1,38 +1,44 @@
-"""Workload W2: FedAvg and pFedMe on the real Fashion-MNIST with a CNN at N = 40, side by
-side with PFLlib's own FedAvg (its ``clientAVG.train`` and ``Server.aggregate_parameters``,
-its ``test_metrics`` / ``train_metrics`` for the evaluation) on the same data and an
-equivalent CNN — the shape of workload PFLlib's users report as slow (PFLlib issue #253).
+"""Workload W2: FedAvg and pFedMe on the real Fashion-MNIST with PFLlib's CNN at N = 40 —
+ours against a plain per-client ``nn.Module`` loop (PFLlib's way of training, written here)
+and, given a checkout (``--pfllib``), PFLlib's own clients; beside the FLOP floor.
 
-The network on both sides is PFLlib's ``FedAvgCNN`` (``flcore/trainmodel/models.py``: conv
-5×5 → 32, ReLU, max-pool 2, conv 5×5 → 64, ReLU, max-pool 2, dense 1024 → 512, ReLU, dense
-512 → 10); ours is :class:`algorithms.engine.models.CNN` with ``channels=(32, 64),
-hidden=512`` (the same layers; the peer starts from our initial parameters).  Data:
-``pflt run --data fmnist --clients 40``'s federation (label skew, 2 classes per client,
-75/25 split), float32, CPU, one torch thread.  A round: every client (S = N = 40) takes
-R = ``--local-rounds`` SGD steps on mini-batches of |D| = ``--batch`` samples (PFLlib's client
-is handed the same number of batches of the same size as its one local epoch, so both do
-the same arithmetic), η = 0.005 (PFLlib's default), then the server mean.  "With
-evaluation" adds what each side does to evaluate every round: ours
-:func:`algorithms.engine.runner.evaluation_entry` (global model: test accuracy and loss,
-train loss — one pass over both splits), PFLlib's ``Server.evaluate`` body (every client:
-``set_parameters``, ``test_metrics`` — accuracy and AUC over its test split —, and
-``train_metrics`` over its whole training split, mini-batches of |D|).  pFedMe (K = 5 inner
-steps per local round, λ = 15) is timed on our side only: PFLlib's FedAvg is the reference.
+The network on every side is PFLlib's ``FedAvgCNN`` (conv 5×5 → 32, ReLU, max-pool 2,
+conv 5×5 → 64, ReLU, max-pool 2, dense 1024 → 512, ReLU, dense 512 → 10; 582,026
+parameters); ours is :class:`algorithms.engine.models.CNN` with ``channels=(32, 64),
+hidden=512``.  Data: ``pflt run --data fmnist --clients 40``'s federation, float32, CPU.
+A round: every client takes R = ``--local-rounds`` steps on mini-batches of |D| =
+``--batch`` samples held in memory, η = 0.005; pFedMe K = 5 inner steps, λ = 15,
+η_p = 0.01, μ = 0.001 (PFLlib's ``pFedMeOptimizer``), the server mean weighted by samples
+(β = 1).  Sides:
 
-Timings: one untimed warm-up round, then ``--rounds`` rounds with ours and PFLlib's
-interleaved round by round (they share the machine's load; the load average is printed),
-the median of each kept.  Ratios printed: PFLlib FedAvg / ours, training alone and with
-evaluation.  The profile (``torch.profiler`` over one round of each side) says which share
-of each round the convolution kernels and the dense layers' matrix products take: they are
-the same FLOPs on both sides, so a batched engine can only remove the rest (per-client
-Python, optimiser, data loading) — at equal kernel speed the ratio is bounded by
-1 / (1 − their share of PFLlib's round).  pFedMe's evaluation (three models) is timed once.
+* ``ours_fedavg`` / ``ours_pfedme``: the engine's ``round``;
+* ``loop_fedavg`` / ``loop_pfedme``: one ``nn.Module`` per client, its mini-batches sliced
+  from in-memory tensors, ``zero_grad / backward / step`` (``torch.optim.SGD``; pFedMe's
+  inner step and local-model update written inline, as PFLlib's ``pFedMeOptimizer.step``
+  and ``clientpFedMe.train`` compute them), then the weighted mean — what PFLlib does with
+  its data loaders taken out;
+* ``pfllib_fedavg`` / ``pfllib_pfedme`` (with ``--pfllib``): PFLlib's ``clientAVG`` /
+  ``clientpFedMe`` fed the same in-memory batches, ``Server.aggregate_parameters``.
 
-    python benchmarks/bench_fmnist_pfllib.py --pfllib ~/src/PFLlib [--data DIR]
-        [--rounds 3] [--local-rounds 5] [--batch 10] [--out benchmarks/results/w2_fmnist_pfllib.json]
+Evaluation (``--eval-rounds`` of the rounds): ours :func:`algorithms.engine.runner.evaluation_entry`
+(the evaluated models — FedAvg: the global one; pFedMe: personalized, global, local — test
+accuracy and loss, train loss); a loop side evaluates the same models client by client on
+both splits (``no_grad``, mini-batches of 1000), PFLlib's its ``test_metrics`` /
+``train_metrics``.
 
-PFLlib is not vendored and not a dependency (``--pfllib``: a checkout's root, as
-``side_by_side_pfllib.py``, whose peer set-up this reuses).
+Measurement (as the peers are measured): each side lives in its own long-lived worker
+process (one torch thread), set up and warmed by one untimed round (and evaluation, when
+more than one is timed); the rounds are then
+interleaved across the sides (the order rotated each round), each side's round timed in
+**process CPU time** (``time.process_time`` in the worker), with its minor page faults
+(``ru_minflt``: memory freshly mapped and zeroed by the kernel) and wall time; min and
+median over ``--rounds``; the 1-minute load average before and after.  FLOP floor: the
+textbook FLOPs of a training round (forward ``2·MACs``; backward ``2×`` that, conv1 ``1×``:
+its input needs no gradient) and of an evaluation, at the best GFLOP/s of a 1024³ float32
+matrix product in a worker (one thread).
+
+    python benchmarks/bench_fmnist_pfllib.py [--pfllib DIR] [--data DIR] [--rounds 5]
+        [--eval-rounds 2] [--sides ours_fedavg loop_fedavg ...] [--out benchmarks/results/w2_fmnist_pfllib.json]
 """
 
 from __future__ import annotations
@@ -41,38 +47,114 @@ import argparse
 import copy
 import datetime
 import json
+import multiprocessing as mp
 import os
 import platform
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
-import torch  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
-
-from algorithms.engine.base import get_algorithm  # noqa: E402
-from algorithms.engine.models import CNN  # noqa: E402
-from algorithms.engine.runner import evaluation_entry  # noqa: E402
-from side_by_side_pfllib import aggregate, make_peer, peer_modules  # noqa: E402
-
-N, LR, CLASSES = 40, 0.005, 10
-#: our parameter names → the entries of PFLlib's FedAvgCNN
+N, LR, CLASSES, SIDE = 40, 0.005, 10, 28
+PFEDME = dict(lam=15.0, personal_lr=0.01, inner_steps=5, code_l2=0.001, beta=1.0,
+              aggregation="weighted")
+#: our parameter names → the entries of PFLlib's FedAvgCNN (and of the loop's module)
 OURS_TO_PEER = {"conv1.weight": "conv1.0.weight", "conv1.bias": "conv1.0.bias",
                 "conv2.weight": "conv2.0.weight", "conv2.bias": "conv2.0.bias",
                 "fc1.weight": "fc1.0.weight", "fc1.bias": "fc1.0.bias",
                 "fc2.weight": "fc.weight", "fc2.bias": "fc.bias"}
+SIDES = ("ours_fedavg", "ours_pfedme", "loop_fedavg", "loop_pfedme", "pfllib_fedavg",
+         "pfllib_pfedme")
 
 
-def our_cnn() -> CNN:
-    return CNN(1, 28, CLASSES, channels=(32, 64), hidden=512)
+def our_cnn():
+    from algorithms.engine.models import CNN
+
+    return CNN(1, SIDE, CLASSES, channels=(32, 64), hidden=512)
 
 
-def load_peer_net(net: torch.nn.Module, params: dict) -> torch.nn.Module:
-    """``net`` (a FedAvgCNN) with our row-0 parameters (dense weights transposed)."""
+def fmnist(data: str | None):
+    import torch
+    from synthetic.sources import DataSpec, build_federation
+
+    name = f"fmnist:{data}" if data else "fmnist"
+    return build_federation(DataSpec(data=name, num_clients=N), device="cpu",
+                            dtype=torch.float32)
+
+
+def round_flops(local_rounds: int, batch: int, inner: int = 1) -> tuple[float, float]:
+    """(training FLOPs of a round, FLOPs of one model's forward per sample): 2 per
+    multiply-add; backward twice the forward (conv1: once, its input needs no gradient)."""
+    c1, c2, hidden = 32, 64, 512
+    s1, s2 = SIDE - 4, (SIDE - 4) // 2 - 4
+    conv1 = c1 * 25 * s1 * s1
+    conv2 = c2 * c1 * 25 * s2 * s2
+    dense = 1024 * hidden + hidden * CLASSES
+    forward = 2 * (conv1 + conv2 + dense)
+    step = forward + 2 * conv1 + 2 * 2 * (conv2 + dense)
+    return float(N * local_rounds * inner * batch * step), float(forward)
+
+
+def peak_gflops() -> float:
+    import torch
+
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    best = float("inf")
+    for _ in range(8):
+        t = time.process_time()
+        a @ b
+        best = min(best, time.process_time() - t)
+    return 2 * 1024 ** 3 / best / 1e9
+
+
+# ---- the sides ------------------------------------------------------------------------
+
+class Ours:
+    def __init__(self, name, fed, args):
+        from algorithms.engine.base import get_algorithm
+
+        self.fed, self.model = fed, our_cnn()
+        common = dict(local_rounds=args.local_rounds, batch_size=args.batch, clients_per_round=N)
+        self.alg = get_algorithm("fedavg")(lr=LR, **common) if name == "fedavg" else \
+            get_algorithm("pfedme")(lr=LR, **PFEDME, **common)
+        self.state = self.alg.init(fed, self.model, 0)
+
+    def train(self):
+        self.state = self.alg.round(self.state, self.fed, self.model)
+
+    def evaluate(self):
+        from algorithms.engine.runner import evaluation_entry
+
+        evaluation_entry(self.alg, self.state, self.fed, self.model)
+
+
+def fedavg_cnn():
+    """The loop's network: PFLlib's FedAvgCNN layout (same entry names)."""
+    from torch import nn
+
+    class FedAvgCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(inplace=True),
+                                       nn.MaxPool2d(2))
+            self.conv2 = nn.Sequential(nn.Conv2d(32, 64, 5), nn.ReLU(inplace=True),
+                                       nn.MaxPool2d(2))
+            self.fc1 = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(inplace=True))
+            self.fc = nn.Linear(512, CLASSES)
+
+        def forward(self, x):
+            return self.fc(self.fc1(self.conv2(self.conv1(x)).flatten(1)))
+    return FedAvgCNN()
+
+
+def load_net(net, params: dict):
+    """``net`` with our row-0 parameters (dense weights transposed)."""
     state = net.state_dict()
     for k, v in params.items():
         t = v[0]
@@ -82,170 +164,360 @@ def load_peer_net(net: torch.nn.Module, params: dict) -> torch.nn.Module:
     return net
 
 
-def fmnist(data: str | None):
-    from synthetic.sources import DataSpec, build_federation
+class Clients:
+    """Per-client data sliced once into in-memory tensors, and fresh mini-batches."""
 
-    name = f"fmnist:{data}" if data else "fmnist"
-    return build_federation(DataSpec(data=name, num_clients=N), device="cpu",
-                            dtype=torch.float32)
+    def __init__(self, fed, args):
+        import torch
 
-
-class Peers:
-    """PFLlib's FedAvg on our federation: one ``clientAVG`` per client around a FedAvgCNN."""
-
-    def __init__(self, mods, fed, net, batch: int, steps: int):
-        self.mods, self.fed, self.batch, self.steps = mods, fed, batch, steps
-        self.global_net = net
-        self.peers = {i: make_peer(mods["fedavg"], fed, i, copy.deepcopy(net), {},
-                                   num_classes=CLASSES, batch_size=batch, lr=LR, double=False)
-                      for i in range(fed.num_clients)}
+        self.fed, self.args = fed, args
         self.gen = torch.Generator().manual_seed(0)
+        self.counts = [int(c) for c in fed.train.counts]
+        self.weights = [c / sum(self.counts) for c in self.counts]
 
-    def _rows(self, split, i):
+    def rows(self, split, i):
         o, n = int(split.offsets[i]), int(split.counts[i])
-        return split.x[o:o + n].reshape(n, 1, 28, 28), split.y[o:o + n]
+        return split.x[o:o + n].reshape(n, 1, SIDE, SIDE), split.y[o:o + n]
 
-    def train_round(self) -> None:
-        """Every client: the global model in, R mini-batches of |D| (drawn with replacement
-        of batches, without within one) as its local epoch, ``clientAVG.train``; then
-        ``Server.aggregate_parameters``."""
+    def batches(self, i):
+        import torch
+
+        x, y = self.rows(self.fed.train, i)
+        picks = [torch.randperm(len(y), generator=self.gen)[:self.args.batch]
+                 for _ in range(self.args.local_rounds)]
+        return [(x[p], y[p]) for p in picks]
+
+
+class Loop(Clients):
+    """The plain per-client loop (module docstring)."""
+
+    def __init__(self, name, fed, args, start: dict):
+        import torch
+
+        super().__init__(fed, args)
+        self.name = name
+        self.global_net = load_net(fedavg_cnn(), start)
+        self.nets = [copy.deepcopy(self.global_net) for _ in range(N)]
+        self.locals = [[p.detach().clone() for p in net.parameters()] for net in self.nets]
+        self.loss = torch.nn.CrossEntropyLoss()
+
+    def _set(self, i):
+        import torch
+
+        with torch.no_grad():
+            for p, g in zip(self.nets[i].parameters(), self.global_net.parameters()):
+                p.copy_(g)
+            for p, g in zip(self.locals[i], self.global_net.parameters()):
+                p.copy_(g)
+
+    def train(self):
+        import torch
+
+        for i, net in enumerate(self.nets):
+            self._set(i)
+            if self.name == "fedavg":
+                opt = torch.optim.SGD(net.parameters(), lr=LR)
+                for x, y in self.batches(i):
+                    opt.zero_grad()
+                    self.loss(net(x), y).backward()
+                    opt.step()
+            else:
+                self._pfedme(net, self.locals[i], self.batches(i))
+        with torch.no_grad():               # the server: weighted mean of the uploads
+            uploads = self.nets if self.name == "fedavg" else None
+            for j, p in enumerate(self.global_net.parameters()):
+                rows = [list(n.parameters())[j] for n in uploads] if uploads else \
+                    [loc[j] for loc in self.locals]
+                p.copy_(sum(w * r for w, r in zip(self.weights, rows)))
+
+    def _pfedme(self, net, local, batches):
+        """K inner steps θ ← θ − η_p(∇f + λ(θ − w) + μθ) per batch, then
+        w ← w − λη(w − θ) (PFLlib ``pFedMeOptimizer.step`` / ``clientpFedMe.train``)."""
+        import torch
+
+        lam, lr_p, mu = PFEDME["lam"], PFEDME["personal_lr"], PFEDME["code_l2"]
+        params = list(net.parameters())
+        for x, y in batches:
+            for _ in range(PFEDME["inner_steps"]):
+                for p in params:
+                    p.grad = None
+                self.loss(net(x), y).backward()
+                with torch.no_grad():
+                    for p, w in zip(params, local):
+                        p.sub_(lr_p * (p.grad + lam * (p - w) + mu * p))
+            with torch.no_grad():
+                for p, w in zip(params, local):
+                    w.sub_(lam * LR * (w - p))
+
+    def evaluate(self):
+        import torch
+
+        models = [self.global_net] if self.name == "fedavg" else None
+        with torch.no_grad():
+            for i, net in enumerate(self.nets):
+                views = models or [net, self.global_net, self._local_net(i)]
+                for m in views:
+                    for split in (self.fed.test, self.fed.train):
+                        x, y = self.rows(split, i)
+                        for s in range(0, len(y), 1000):
+                            out = m(x[s:s + 1000])
+                            self.loss(out, y[s:s + 1000])
+                            (out.argmax(1) == y[s:s + 1000]).sum()
+
+    def _local_net(self, i):
+        import torch
+
+        net = self._scratch = getattr(self, "_scratch", None) or copy.deepcopy(self.global_net)
+        with torch.no_grad():
+            for p, w in zip(net.parameters(), self.locals[i]):
+                p.copy_(w)
+        return net
+
+
+class PFLlib(Clients):
+    """PFLlib's own clients (``--pfllib``), fed our in-memory mini-batches."""
+
+    def __init__(self, name, fed, args, start: dict):
+        from side_by_side_pfllib import aggregate, make_peer, peer_modules
+
+        super().__init__(fed, args)
+        self.name, self.aggregate = name, aggregate
+        self.mods = peer_modules(args.pfllib)
+        from flcore.clients.clientpFedMe import clientpFedMe
+        from flcore.trainmodel.models import FedAvgCNN
+
+        self.global_net = load_net(FedAvgCNN(1, CLASSES, 1024), start)
+        cls = self.mods["fedavg"] if name == "fedavg" else clientpFedMe
+        extra = {} if name == "fedavg" else dict(lamda=PFEDME["lam"], K=PFEDME["inner_steps"],
+                                                 p_learning_rate=PFEDME["personal_lr"])
+        self.peers = {i: make_peer(cls, fed, i, copy.deepcopy(self.global_net), extra,
+                                   num_classes=CLASSES, batch_size=args.batch, lr=LR,
+                                   double=False) for i in range(N)}
+
+    def train(self):
         for i, peer in self.peers.items():
-            x, y = self._rows(self.fed.train, i)
-            picks = [torch.randperm(len(y), generator=self.gen)[:self.batch]
-                     for _ in range(self.steps)]
-            peer.feed = [(x[p], y[p]) for p in picks]
+            peer.feed = self.batches(i)
             peer.set_parameters(self.global_net)
             peer.train()
-        self.global_net = aggregate(self.mods, self.peers, list(self.peers), self.fed)
+        self.global_net = self.aggregate(self.mods, self.peers, list(self.peers), self.fed)
 
-    def evaluate(self) -> float:
-        """``Server.evaluate``'s work: every client's ``test_metrics`` and ``train_metrics``
-        of the global model; returns the test accuracy."""
-        correct = total = 0
+    def evaluate(self):
+        from torch.utils.data import DataLoader, TensorDataset
+
         for i, peer in self.peers.items():
+            test = TensorDataset(*self.rows(self.fed.test, i))
+            peer.load_test_data = lambda b=None, d=test: DataLoader(d, 1000)
+            peer.feed = DataLoader(TensorDataset(*self.rows(self.fed.train, i)), 1000)
+            if self.name == "pfedme":
+                peer.test_metrics_personalized()
+                peer.train_metrics_personalized()
             peer.set_parameters(self.global_net)
-            test = TensorDataset(*self._rows(self.fed.test, i))
-            peer.load_test_data = lambda b=None, d=test: DataLoader(d, self.batch, shuffle=True)
-            peer.feed = DataLoader(TensorDataset(*self._rows(self.fed.train, i)), self.batch,
-                                   drop_last=True, shuffle=True)
-            acc, num, _auc = peer.test_metrics()
+            peer.test_metrics()
             peer.train_metrics()
-            correct, total = correct + acc, total + num
-        return correct / total
 
 
-def timed(fn) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+# ---- workers --------------------------------------------------------------------------
 
+def worker(side: str, args, conn) -> None:
+    import torch
 
-#: profiler op names of the arithmetic kernels: convolutions, and the dense layers' products
-CONV, MATMUL = ("conv",), ("mm", "bmm", "addmm", "baddbmm", "matmul", "linear")
-
-
-def kernel_shares(fn) -> tuple[float, float, float]:
-    """(seconds, convolution share, dense-product share) of one call of ``fn`` under the
-    profiler: the self CPU time of the ops whose name contains ``conv``, and of the matrix
-    products (``aten::mm``, ``bmm``, ``addmm`` …), over the total self CPU time."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        t = timed(fn)
-    events = prof.key_averages()
-    total = sum(e.self_cpu_time_total for e in events) or 1.0
-    conv = sum(e.self_cpu_time_total for e in events if "conv" in e.key)
-    mat = sum(e.self_cpu_time_total for e in events
-              if e.key.removeprefix("aten::") in MATMUL)
-    return t, conv / total, mat / total
+    torch.set_num_threads(1)
+    fed = fmnist(args.data)
+    algo = side.split("_")[1]
+    start = our_cnn().init(1, seed=0, dtype=torch.float32)    # = ours' initial model
+    obj = Ours(algo, fed, args) if side.startswith("ours") else \
+        Loop(algo, fed, args, start) if side.startswith("loop") else \
+        PFLlib(algo, fed, args, start)
+    conn.send("ready")
+    while True:
+        cmd = conn.recv()
+        if cmd == "stop":
+            return
+        if cmd == "peak":
+            conn.send(max(peak_gflops() for _ in range(3)))
+            continue
+        fn = obj.train if cmd == "train" else obj.evaluate
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        c0, w0 = time.process_time(), time.perf_counter()
+        fn()
+        c1, w1 = time.process_time(), time.perf_counter()
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        conn.send({"cpu": c1 - c0, "wall": w1 - w0, "minflt": r1.ru_minflt - r0.ru_minflt,
+                   "maxrss_mib": r1.ru_maxrss / 1024})
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pfllib", type=Path, required=True, help="local PFLlib checkout (root)")
+    ap.add_argument("--pfllib", type=Path, default=None,
+                    help="a PFLlib checkout (root): adds its own FedAvg and pFedMe clients")
     ap.add_argument("--data", default=None, help="Fashion-MNIST directory (default: data home)")
-    ap.add_argument("--rounds", type=int, default=3, help="timed rounds (after one warm-up)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed training rounds per side")
+    ap.add_argument("--eval-rounds", type=int, default=2, help="timed evaluations per side")
     ap.add_argument("--local-rounds", type=int, default=5, help="local SGD steps R per round")
     ap.add_argument("--batch", type=int, default=10, help="mini-batch size |D| (PFLlib: 10)")
-    ap.add_argument("--out", type=Path, default=None, help="results JSON to write")
+    ap.add_argument("--sides", nargs="+", default=None, choices=SIDES,
+                    help="sides to run (default: all; the PFLlib ones need --pfllib)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="results JSON to write; an existing one from other sides (e.g. the "
+                         "FedAvg sides, then the pFedMe sides) is merged: its sides are kept, "
+                         "each part listed with its own command, date and conditions")
     args = ap.parse_args(argv)
-    if not (args.pfllib / "system" / "flcore").is_dir():
+    if args.pfllib is not None and not (args.pfllib / "system" / "flcore").is_dir():
         print(f"bench_fmnist_pfllib: error: {args.pfllib} is not a PFLlib checkout "
               "(no system/flcore)", file=sys.stderr)
         return 2
-    torch.set_num_threads(1)
-    mods = peer_modules(args.pfllib)
-    from flcore.trainmodel.models import FedAvgCNN
+    sides = args.sides or [s for s in SIDES if args.pfllib or not s.startswith("pfllib")]
+    if any(s.startswith("pfllib") for s in sides) and args.pfllib is None:
+        print("bench_fmnist_pfllib: error: the pfllib sides need --pfllib DIR", file=sys.stderr)
+        return 2
+    ctx = mp.get_context("spawn")
+    workers = {}
+    for side in sides:
+        here, there = ctx.Pipe()
+        proc = ctx.Process(target=worker, args=(side, args, there), daemon=True)
+        proc.start()
+        workers[side] = (proc, here)
+    for side, (_, conn) in workers.items():
+        assert conn.recv() == "ready", side
 
-    fed = fmnist(args.data)
-    model = our_cnn()
-    common = dict(local_rounds=args.local_rounds, batch_size=args.batch, clients_per_round=N)
-    fedavg = get_algorithm("fedavg")(lr=LR, **common)
-    pfedme = get_algorithm("pfedme")(**common)
-    states = {"fedavg": fedavg.init(fed, model, 0), "pfedme": pfedme.init(fed, model, 0)}
-    peers = Peers(mods, fed, load_peer_net(FedAvgCNN(1, CLASSES, 1024),
-                                           states["fedavg"].models["global"]),
-                  args.batch, args.local_rounds)
-    algs = {"fedavg": fedavg, "pfedme": pfedme}
+    def ask(side, cmd):
+        conn = workers[side][1]
+        conn.send(cmd)
+        return conn.recv()
 
-    def ours_train(name):
-        states[name] = algs[name].round(states[name], fed, model)
+    load = [os.getloadavg()[0]]
+    peak = max(ask(sides[0], "peak"), ask(sides[-1], "peak"))
+    for side in sides:                                               # warm-up, untimed
+        ask(side, "train")
+        if args.eval_rounds > 1:         # else the one timed evaluation follows this round
+            ask(side, "evaluate")
+    runs: dict[str, list[dict]] = {f"{s}_{k}": [] for s in sides for k in ("train", "eval")}
+    for r in range(args.rounds):
+        order = sides[r % len(sides):] + sides[:r % len(sides)]
+        for side in order:
+            runs[f"{side}_train"].append(ask(side, "train"))
+        if r < args.eval_rounds:
+            for side in order:
+                runs[f"{side}_eval"].append(ask(side, "evaluate"))
+        load.append(os.getloadavg()[0])
+    peak = max(peak, ask(sides[0], "peak"))
+    for proc, conn in workers.values():
+        conn.send("stop")
+        proc.join(30)
 
-    def ours_eval(name):
-        return evaluation_entry(algs[name], states[name], fed, model)
+    def stats(key, field="cpu"):
+        v = [x[field] for x in runs[key]]
+        return {"min": min(v), "median": statistics.median(v)} if v else None
 
-    for name in algs:                                                    # warm-up
-        ours_train(name), ours_eval(name)
-    peers.train_round(), peers.evaluate()
-    times: dict[str, list[float]] = {k: [] for k in (
-        "fedavg_train", "fedavg_eval", "pfedme_train", "pfedme_eval", "pfllib_train",
-        "pfllib_eval")}
-    for r in range(args.rounds):                        # interleaved round by round
-        for name in algs:
-            times[f"{name}_train"].append(timed(lambda: ours_train(name)))
-            if name == "fedavg" or r == 0:   # pFedMe's 3 models: evaluated once (minutes)
-                times[f"{name}_eval"].append(timed(lambda: ours_eval(name)))
-        times["pfllib_train"].append(timed(peers.train_round))
-        times["pfllib_eval"].append(timed(peers.evaluate))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    profile = {"ours_fedavg_train": kernel_shares(lambda: ours_train("fedavg")),
-               "pfllib_train": kernel_shares(peers.train_round)}
-    ratio_train = med["pfllib_train"] / med["fedavg_train"]
-    ratio_all = (med["pfllib_train"] + med["pfllib_eval"]) / (med["fedavg_train"]
-                                                              + med["fedavg_eval"])
-    conditions = (f"CPU {platform.machine()}, {os.cpu_count()} cores, "
-                  f"1 torch thread, torch {torch.__version__}, load average "
-                  f"{os.getloadavg()[0]:.1f}")
-    print(f"Fashion-MNIST N={N}: {int(fed.train.counts.sum())} train / "
-          f"{int(fed.test.counts.sum())} test samples; R={args.local_rounds}, "
-          f"|D|={args.batch}, every client every round; {conditions}")
-    for k, v in med.items():
-        print(f"{k:>14}: {v:8.3f} s/round  ({', '.join(f'{t:.3f}' for t in times[k])})")
-    for k, (sec, conv, mat) in profile.items():
-        print(f"profile {k}: {sec:.3f} s, convolution kernels {100 * conv:.0f}%, dense "
-              f"products {100 * mat:.0f}%")
-    arithmetic = profile["pfllib_train"][1] + profile["pfllib_train"][2]
-    bound = 1 / max(1e-9, 1 - arithmetic)
-    print(f"convolutions and dense products take {100 * arithmetic:.0f}% of PFLlib's training "
-          f"round (the same FLOPs on both sides): at equal kernel speed no engine is more "
-          f"than {bound:.1f}x faster")
-    print(f"ratio PFLlib FedAvg / ours: training {ratio_train:.2f}x, with evaluation "
-          f"{ratio_all:.2f}x (target 10x)")
+    cpu = {k: stats(k) for k in runs}
+    faults = {k: statistics.median([x["minflt"] for x in v]) for k, v in runs.items() if v}
+    train_flops, forward = round_flops(args.local_rounds, args.batch)
+    samples = int(fed_counts(args)["total"])
+    floor = {"fedavg_train": train_flops / peak / 1e9,
+             "pfedme_train": PFEDME["inner_steps"] * train_flops / peak / 1e9,
+             "fedavg_eval": samples * forward / peak / 1e9,
+             "pfedme_eval": 3 * samples * forward / peak / 1e9}
+    ratios = {}
+    for algo in ("fedavg", "pfedme"):
+        ours = f"ours_{algo}"
+        if ours not in sides:
+            continue
+        for other in ("loop", "pfllib"):
+            o = f"{other}_{algo}"
+            if o not in sides:
+                continue
+            for stat in ("min", "median"):
+                ratios[f"{o}/{ours} train {stat}"] = cpu[f"{o}_train"][stat] / \
+                    cpu[f"{ours}_train"][stat]
+                if cpu[f"{o}_eval"] and cpu[f"{ours}_eval"]:
+                    ratios[f"{o}/{ours} with evaluation {stat}"] = (
+                        cpu[f"{o}_train"][stat] + cpu[f"{o}_eval"][stat]) / (
+                        cpu[f"{ours}_train"][stat] + cpu[f"{ours}_eval"][stat])
+        ratios[f"{ours}/floor train min"] = cpu[f"{ours}_train"]["min"] / floor[f"{algo}_train"]
+    conditions = (f"CPU {platform.machine()} ({_cpu_name()}), {os.cpu_count()} cores, one torch "
+                  f"thread per worker, torch {_torch_version()}, 1-min load average "
+                  f"{min(load):.1f}–{max(load):.1f}")
+    print(f"W2: Fashion-MNIST N={N}, FedAvgCNN, R={args.local_rounds}, |D|={args.batch}, every "
+          f"client every round; {conditions}; process CPU seconds per round, "
+          f"{args.rounds} training / {args.eval_rounds} evaluation rounds per side, interleaved")
+    print(f"matrix-product peak {peak:.1f} GFLOP/s; FLOP floor: FedAvg training "
+          f"{floor['fedavg_train']:.3f} s ({train_flops / 1e9:.1f} GFLOP), pFedMe training "
+          f"{floor['pfedme_train']:.3f} s, evaluation {floor['fedavg_eval']:.2f} s per model")
+    for k, v in cpu.items():
+        if v:
+            print(f"{k:>22}: min {v['min']:7.3f}  median {v['median']:7.3f}  "
+                  f"(minor faults/round {faults[k]:,.0f})")
+    for k, v in ratios.items():
+        print(f"{k:>45}: {v:5.2f}x")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({
+        given = argv if argv is not None else sys.argv[1:]
+        part = {"command": "python benchmarks/bench_fmnist_pfllib.py " + " ".join(
+                    "PATH" if a == str(args.pfllib) else a for a in given),
+                "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                    timespec="seconds"),
+                "conditions": conditions, "load_average": load, "sides": sides,
+                "rounds_timed": args.rounds, "eval_rounds": args.eval_rounds,
+                "peak_gflops": peak}
+        write_results(args.out, part, {
             "workload": "W2: FedAvg/pFedMe, Fashion-MNIST, FedAvgCNN, N=40, CPU",
-            "command": "python benchmarks/bench_fmnist_pfllib.py " + " ".join(
-                a for a in (argv if argv is not None else sys.argv[1:])),
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"),
-            "conditions": conditions, "local_rounds": args.local_rounds,
-            "batch": args.batch, "rounds_timed": args.rounds,
-            "seconds_per_round_median": med, "seconds_per_round": times,
-            "profile_shares": {k: {"seconds": v[0], "convolution": v[1], "dense_products": v[2]}
-                               for k, v in profile.items()},
-            "ratio_train": ratio_train, "ratio_with_evaluation": ratio_all,
-            "conv_bound": bound}, indent=1))
+            "method": "process CPU time per round in long-lived one-thread workers, sides "
+                      "interleaved, min and median",
+            "local_rounds": args.local_rounds, "batch": args.batch,
+            "pfllib_commit": _pfllib_commit(args.pfllib),
+            "train_gflop_fedavg": train_flops / 1e9, "floor_seconds": floor,
+            "cpu_seconds": {k: v for k, v in cpu.items() if v},
+            "minor_faults_median": faults, "runs": {k: v for k, v in runs.items() if v},
+            "ratios": ratios})
         print(f"wrote {args.out}")
     return 0
+
+
+def write_results(path: Path, part: dict, results: dict) -> None:
+    """``results`` into ``path``, merged with the parts of an earlier run of other sides
+    (same workload and settings) already there."""
+    old = json.loads(path.read_text()) if path.is_file() else None
+    same = old is not None and all(old.get(k) == results[k] for k in (
+        "workload", "local_rounds", "batch")) and not set(old.get("cpu_seconds", {})) & set(
+        results["cpu_seconds"])
+    if same:
+        for key in ("cpu_seconds", "minor_faults_median", "runs", "ratios"):
+            results[key] = {**old[key], **results[key]}
+        # each algorithm's floor at the peak of the part that timed it (its ratio's)
+        mine = {s.split("_")[1] for s in part["sides"]}
+        results["floor_seconds"] = {k: v if k.split("_")[0] in mine else old["floor_seconds"][k]
+                                    for k, v in results["floor_seconds"].items()}
+        results["pfllib_commit"] = results["pfllib_commit"] or old.get("pfllib_commit")
+    results["parts"] = (old["parts"] if same else []) + [part]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1))
+
+
+def fed_counts(args) -> dict:
+    fed = fmnist(args.data)
+    return {"total": int(fed.train.counts.sum()) + int(fed.test.counts.sum())}
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def _pfllib_commit(root: Path | None) -> str | None:
+    if root is None:
+        return None
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
 
 
 if __name__ == "__main__":

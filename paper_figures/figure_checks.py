@@ -181,15 +181,33 @@ def _tick_collisions(ax, renderer) -> list[tuple[str, str]]:
     for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
         ticks = [t for t in axis.get_majorticklabels() + axis.get_minorticklabels()
                  if t.get_visible() and t.get_text().strip()]
-        boxes = sorted(((t.get_window_extent(renderer), t.get_text()) for t in ticks),
+        boxes = sorted(((t.get_window_extent(renderer), t.get_text(), t) for t in ticks),
                        key=lambda b: (b[0].x0, b[0].y0))
-        for k, (a, ta) in enumerate(boxes):
-            hit = next((tb for b, tb in boxes[k + 1:] if _collide(a, b)), None)
+        for k, (a, ta, sa) in enumerate(boxes):
+            hit = next((tb for b, tb, sb in boxes[k + 1:]
+                        if _collide(a, b) and _slanted_collide(sa, sb, renderer)), None)
             if hit is not None:
                 found.append(("tick_collision", f"panel {ax.get_title()[:40]!r}: {name} tick "
                                                 f"labels {ta!r} and {hit!r} run together"))
                 break
     return found
+
+
+def _slanted_collide(a, b, renderer) -> bool:
+    """Two tick labels whose boxes overlap: upright ones collide; two parallel labels slanted
+    by θ (not a multiple of 90°) collide only when their baselines are closer than a line of
+    text — the box of a slanted label is far larger than its ink — i.e. when the distance
+    of their anchors across the slant, |Δ|·|sin θ| along the axis, is under its height."""
+    import math
+
+    theta = a.get_rotation()
+    if theta % 90 == 0 or b.get_rotation() != theta:
+        return True
+    (ax_, ay), (bx, by) = (t.get_transform().transform(t.get_position()) for t in (a, b))
+    gap = abs(ax_ - bx) + abs(ay - by)                    # one of the two is 0 on an axis
+    lines = max(t.get_text().count("\n") + 1 for t in (a, b))
+    height = a.get_fontsize() * renderer.points_to_pixels(1.0) * 1.2 * lines
+    return gap * abs(math.sin(math.radians(theta))) < height
 
 
 def _squeezed(panels, width: int, height: int, renderer) -> list[tuple[str, str]]:

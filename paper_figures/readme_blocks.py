@@ -9,6 +9,8 @@ block           result file (committed, small)
 ``quickstart``  ``benchmarks/results/quickstart_times.json`` (``benchmarks/quickstart_times.py``)
 ``verdicts``    ``docs/results/verify_quick.json`` (a digest of ``pflt verify``'s results.json,
                 written by ``python -m paper_figures.readme_blocks --digest RESULTS.json``)
+                and ``docs/results/mutation_generated.json`` (the generated formula mutants'
+                kill rates: ``python -m verification.mutation --generated --out FILE``)
 ``real_data``   ``paper_figures/results/*.csv`` (the reproduction CSVs, paper_figures/real_data_status.py)
 ``coverage``    the paper ledger's items by status per paper (verification/ledger/, computed from
                 the check and reproduction registries, ``verify_quick.json`` and the CSVs;
@@ -39,6 +41,7 @@ VERDICTS = ROOT / "docs" / "results" / "verify_quick.json"
 RESULTS = ROOT / "paper_figures" / "results"
 W2 = ROOT / "benchmarks" / "results" / "w2_fmnist_pfllib.json"
 GPU = ROOT / "benchmarks" / "results" / "gpu_check.json"
+MUTATION = ROOT / "docs" / "results" / "mutation_generated.json"
 BLOCK = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n)(.*?)(<!-- END generated:\2 -->)", re.S)
 ORDER = ("HOLDS", "FAILS", "VACUOUS", "ERRATUM", "INCONCLUSIVE", "NOT RUN", "ERROR")
 #: the papers of the mission, one row each in the verdict block (the rest is folded into one)
@@ -106,7 +109,22 @@ def quickstart_block(data: dict | None) -> str:
     return "\n".join(lines)
 
 
-def verdicts_block(data: dict | None) -> str:
+def mutation_line(data: dict | None) -> str:
+    """What the generated formula mutants say about the checks: killed by a claim against
+    measurements, by an identity check, of the exercised ones (with the run's conditions)."""
+    if data is None:
+        return ("Generated formula mutants: not run here — `python -m verification.mutation "
+                f"--generated --out {MUTATION.relative_to(ROOT)}` writes them.")
+    basis = data["rates"]["basis"]
+    cells = [f"{k} {a}/{b} ({100 * a / b:.0f}%)" for k, (a, b) in basis.items() if b]
+    subset = "".join(f", {what} matching {data[key]!r} only" for key, what in
+                     (("only", "mutants"), ("checks", "checks")) if data.get(key))
+    return (f"Generated formula mutants (`python -m verification.mutation --generated`"
+            f"{subset}) killed by " + "; by ".join(cells) + f": {data['date']}, commit "
+            f"{data['commit']}, {data['machine']}, {data['seconds']} s.")
+
+
+def verdicts_block(data: dict | None, mutation: dict | None = None) -> str:
     if data is None:
         return ("(no verification digest yet: run `pflt verify --quick --out runs/verify`, "
                 "then `python -m paper_figures.readme_blocks --digest runs/verify/results.json`)\n")
@@ -134,7 +152,7 @@ def verdicts_block(data: dict | None) -> str:
             lines.append(f"| {basis} ({BASIS_NOTE.get(basis, '')}) | {sum(counts.values())} | "
                          + " | ".join(str(counts.get(v, 0)) for v in seen) + " |")
     lines += ["", f"`pflt verify --{data['size']}`, {data['total']} checks: "
-              f"{_conditions(data['environment'])}.", ""]
+              f"{_conditions(data['environment'])}.", "", mutation_line(mutation), ""]
     return "\n".join(lines)
 
 
@@ -155,22 +173,11 @@ def speed_block(w2: dict | None, gpu: dict | None) -> str:
     "not run here" and the command that writes it."""
     lines = []
     if w2 is None:
-        lines.append(f"- W2 (FedAvg, Fashion-MNIST CNN, N = 40, against PFLlib): not run here — "
-                     f"`python benchmarks/bench_fmnist_pfllib.py --pfllib PATH` writes "
-                     f"{W2.relative_to(ROOT)}")
+        lines.append(f"- W2 (FedAvg and pFedMe, Fashion-MNIST CNN, N = 40, against PFLlib): not "
+                     f"run here — `python benchmarks/bench_fmnist_pfllib.py --pfllib PATH` "
+                     f"writes {W2.relative_to(ROOT)}")
     else:
-        med = w2["seconds_per_round_median"]
-        lines.append(
-            f"- {w2['workload']}: seconds per round, training / with evaluation — ours "
-            f"FedAvg {med['fedavg_train']:.2f} / {med['fedavg_train'] + med['fedavg_eval']:.1f}, "
-            f"PFLlib FedAvg {med['pfllib_train']:.2f} / "
-            f"{med['pfllib_train'] + med['pfllib_eval']:.1f}: ratio PFLlib / ours "
-            f"**{w2['ratio_train']:.2f}×** training, **{w2['ratio_with_evaluation']:.2f}×** "
-            f"with evaluation (target 10×: {'met' if w2['ratio_train'] >= 10 else 'not met'}"
-            f"; at most {w2['conv_bound']:.1f}× is possible on this CPU, convolutions and "
-            f"dense products being the same FLOPs on both sides). `{w2['command']}`; "
-            f"{w2['date_utc'][:16].replace('T', ' ')} UTC, {w2['conditions']}, PFLlib "
-            f"{w2['pfllib_commit'][:7]}.")
+        lines.extend(w2_lines(w2))
     if gpu is None:
         lines.append(f"- GPU: not run here (no GPU on this machine) — `benchmarks/gpu_check.sh` "
                      f"writes {GPU.relative_to(ROOT)} in 8 minutes on the first GPU machine.")
@@ -187,6 +194,58 @@ def speed_block(w2: dict | None, gpu: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: W2 targets of issue 44: training ≥ 1.5× PFLlib and ≥ 1.2× the plain loop, with evaluation
+#: ≥ 2× PFLlib, training within 2× of the FLOP floor
+W2_TARGETS = {"pfllib": 1.5, "loop": 1.2, "pfllib_eval": 2.0, "floor": 2.0}
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def w2_lines(w2: dict) -> list[str]:
+    """One line per algorithm of W2 (process CPU seconds per training round, min / median,
+    each side; the ratios against the targets), then one line per measured part (command,
+    date, conditions)."""
+    cpu, ratios, floor = w2["cpu_seconds"], w2["ratios"], w2["floor_seconds"]
+    lines = []
+    for algo, label in (("fedavg", "FedAvg"), ("pfedme", "pFedMe")):
+        ours = cpu.get(f"ours_{algo}_train")
+        if ours is None:
+            continue
+        sides = [f"{name} {cpu[f'{side}_{algo}_train']['min']:.2f} / "
+                 f"{cpu[f'{side}_{algo}_train']['median']:.2f}"
+                 for side, name in (("ours", "ours"), ("loop", "plain per-client loop"),
+                                    ("pfllib", "PFLlib")) if f"{side}_{algo}_train" in cpu]
+        parts = []
+        for side, target, what in (("pfllib", W2_TARGETS["pfllib"], "PFLlib"),
+                                   ("loop", W2_TARGETS["loop"], "the loop")):
+            r = ratios.get(f"{side}_{algo}/ours_{algo} train median")
+            if r is not None:
+                parts.append(f"{what} ÷ ours **{r:.2f}×** (target ≥ {target:g}×: "
+                             f"{_met(r >= target)})")
+        r = ratios.get(f"pfllib_{algo}/ours_{algo} with evaluation median")
+        if r is not None:
+            parts.append(f"with evaluation PFLlib ÷ ours **{r:.2f}×** (target ≥ "
+                         f"{W2_TARGETS['pfllib_eval']:g}×: {_met(r >= W2_TARGETS['pfllib_eval'])})")
+        r = ratios.get(f"ours_{algo}/floor train min")
+        if r is not None:
+            parts.append(f"ours = **{r:.2f}×** the FLOP floor of {floor[f'{algo}_train']:.2f} s "
+                         f"(target ≤ {W2_TARGETS['floor']:g}×: {_met(r <= W2_TARGETS['floor'])})")
+        faults = w2.get("minor_faults_median", {}).get(f"ours_{algo}_train")
+        lines.append(f"- W2 {label} (Fashion-MNIST, PFLlib's FedAvgCNN, N = 40, R = "
+                     f"{w2['local_rounds']}, |D| = {w2['batch']}): process CPU seconds per "
+                     f"training round, min / median — {', '.join(sides)}; {'; '.join(parts)}"
+                     + (f"; ours {faults:,.0f} minor page faults per round" if faults is not None
+                        else "") + ".")
+    for part in w2.get("parts", []):
+        lines.append(f"  - `{part['command']}`: {part['date_utc'][:16].replace('T', ' ')} UTC, "
+                     f"{part['conditions']}"
+                     + (f", PFLlib {w2['pfllib_commit'][:7]}" if w2.get("pfllib_commit") else "")
+                     + ".")
+    return lines
+
+
 def _load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
@@ -195,7 +254,8 @@ def render(text: str, *, root: Path = ROOT) -> str:
     """``text`` with every generated block rewritten from the result files under ``root``."""
     makers = {
         "quickstart": lambda: quickstart_block(_load(root / QUICKSTART.relative_to(ROOT))),
-        "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT))),
+        "verdicts": lambda: verdicts_block(_load(root / VERDICTS.relative_to(ROOT)),
+                                           _load(root / MUTATION.relative_to(ROOT))),
         "real_data": lambda: real_data_block(root / RESULTS.relative_to(ROOT)),
         "coverage": lambda: ledger_pages.coverage_block(root),
         "speed": lambda: speed_block(_load(root / W2.relative_to(ROOT)),
@@ -233,11 +293,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 if README.md differs from what the result files say")
     ap.add_argument("--digest", metavar="RESULTS_JSON",
                     help="first write docs/results/verify_quick.json from a pflt verify results.json")
+    ap.add_argument("--commit", default=None,
+                    help="with --digest: the commit whose code the pflt verify run loaded "
+                         "(default: HEAD now)")
     args = ap.parse_args(argv)
     if args.digest:
         results = json.loads(Path(args.digest).read_text())
         VERDICTS.parent.mkdir(parents=True, exist_ok=True)
-        VERDICTS.write_text(json.dumps(digest(results, commit=_git_commit(),
+        VERDICTS.write_text(json.dumps(digest(results, commit=args.commit or _git_commit(),
                                               machine=_machine()), indent=2) + "\n")
     readme = ROOT / "README.md"
     text = readme.read_text()

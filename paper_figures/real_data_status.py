@@ -46,27 +46,33 @@ def table(results_dir=RESULTS) -> str:
 
 
 def summary_table(results_dir=RESULTS) -> str:
-    """One row per reproduction (the README's block): its columns' states and the command;
-    :func:`table` (``real_data_status.md``) has one row per column with the seeds and T."""
+    """The README's block: one row per reproduction with a result (its columns' states and
+    the command), then one row per paper for its reproductions not run here (their tables
+    and commands); :func:`table` (``real_data_status.md``) has one row per column with the
+    seeds and T."""
     from verification.experiments.reproduction_run import read_rows
     from verification.experiments.reproduction_status import column_coverage
     from verification.experiments.reproductions import REPRODUCTIONS
 
     results_dir = Path(results_dir)
     lines = ["| paper | table | columns: status | command |", "|---|---|---|---|"]
+    not_run: dict[str, list] = {}
     for rep in REPRODUCTIONS.values():
         rows = read_rows(results_dir / f"{rep.name}.csv")
         covs = [column_coverage(rep, col, rows) for col in rep.columns]
-        if all(c.state == "not run" for c in covs):
-            states = f"{', '.join(c.column.key for c in covs)}: not run here"
-        else:
-            states = "; ".join(f"{c.column.key} {c.state}" + (
-                f" ({len(c.have & c.wanted)}/{len(c.wanted)}, seeds "
-                f"{','.join(map(str, c.seeds))}, T = {','.join(map(str, c.rounds))})"
-                if c.state != "not run" else "") for c in covs)
         where = "" if set(rep.datasets()) <= {"fmnist"} else " --data-dir DIR"
+        if all(c.state == "not run" for c in covs):
+            not_run.setdefault(rep.paper, []).append((rep, where))
+            continue
+        states = "; ".join(f"{c.column.key} {c.state}" + (
+            f" ({len(c.have & c.wanted)}/{len(c.wanted)}, seeds "
+            f"{','.join(map(str, c.seeds))}, T = {','.join(map(str, c.rounds))})"
+            if c.state != "not run" else "") for c in covs)
         lines.append(f"| {rep.paper} | {rep.table} | {states} | "
                      f"`pflt reproduce {rep.name}{where}` |")
+    for paper, reps in not_run.items():
+        lines.append(f"| {paper} | {'; '.join(r.table for r, _ in reps)} | not run here | "
+                     + ", ".join(f"`pflt reproduce {r.name}{w}`" for r, w in reps) + " |")
     return "\n".join(lines) + "\n"
 
 

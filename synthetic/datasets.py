@@ -56,7 +56,7 @@ __all__ = ["NUM_CLASSES", "read_idx", "load_mnist", "load_fashion_mnist", "load_
 EMNIST_CLASSES = {"byclass": 62, "bymerge": 47, "balanced": 47, "letters": 26, "digits": 10,
                   "mnist": 10}
 NUM_CLASSES = {"mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100,
-               "cifar100_coarse": 20, "digits": 10, "mnist_5k": 10,
+               "cifar100_coarse": 20, "digits": 10, "mnist_5k": 10, "tiny_imagenet": 200,
                **{f"emnist_{k}": v for k, v in EMNIST_CLASSES.items()}}
 SUBSETS = ("train", "test", "all")
 _SOURCES = {
@@ -344,8 +344,13 @@ def load_mnist_5k() -> tuple[np.ndarray, np.ndarray]:
     return x, np.asarray(y, dtype=np.int64)
 
 
+def _tiny_imagenet(root: str | Path, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    from synthetic.real_data.tiny_imagenet import load_tiny_imagenet
+    return load_tiny_imagenet(root, **kwargs)
+
+
 _LOADERS = {"mnist": load_mnist, "fashion_mnist": load_fashion_mnist, "emnist": load_emnist,
-            "cifar10": load_cifar10, "cifar100": load_cifar100}
+            "cifar10": load_cifar10, "cifar100": load_cifar100, "tiny_imagenet": _tiny_imagenet}
 _EMBEDDED = {"digits": load_digits, "mnist_5k": load_mnist_5k}
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from synthetic.federation import Federation
 
 FILE_DATASETS = {"mnist": "mnist", "fmnist": "fashion_mnist", "emnist": "emnist",
-                 "cifar10": "cifar10", "cifar100": "cifar100"}
+                 "cifar10": "cifar10", "cifar100": "cifar100", "tinyimagenet": "tiny_imagenet"}
 EMBEDDED = {"digits": "digits", "mnist5k": "mnist_5k"}
 PAPER_PARTITIONS = ("cgpfl", "pfedme", "ppfe", "plgu")
 PARTITIONS = ("label-skew", "dirichlet", "iid", "feature-shift", *PAPER_PARTITIONS)

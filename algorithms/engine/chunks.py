@@ -42,16 +42,21 @@ def default_budget() -> int:
 
 
 def activation_bytes(model, fed) -> int:
-    """Bytes autograd saves for one sample of one client (0 for a model without classes or
-    whose loss cannot be taken on one sample)."""
+    """Bytes autograd saves for one sample of one client, the parameters (and views of
+    them) left out (0 for a model without classes or whose loss cannot be taken on one
+    sample)."""
     params = model.init(1, seed=0, device=fed.device, dtype=fed.dtype)
     x = fed.train.x[:1].unsqueeze(0)
     y = fed.train.y[:1].unsqueeze(0)
     total = 0
+    # the parameters themselves (and views of them) are saved too: counted apart, once per
+    # client, not per sample
+    own = {v.untyped_storage().data_ptr() for v in params.values()}
 
     def pack(t: torch.Tensor):
         nonlocal total
-        total += t.numel() * t.element_size()
+        if t.untyped_storage().data_ptr() not in own:
+            total += t.numel() * t.element_size()
         return t
     try:
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

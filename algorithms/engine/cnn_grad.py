@@ -162,25 +162,29 @@ def conv1_columns(x: torch.Tensor, kernel: int, out: torch.Tensor | None = None
     return out
 
 
-def conv1_pool(model, params: Params, x: torch.Tensor, ws: Workspace | None = None):
+def conv1_pool(model, params: Params, x: torch.Tensor, ws: Workspace | None = None,
+               prefix: str = ""):
     """First convolution (one batched product over :func:`conv1_columns`), 2×2 max-pool,
-    ReLU: ``(a₁ [N·C₁, B, q, q] client-major, pool winners (None without ``ws``:
-    evaluation), z₁ [N, C₁, 4, B·q²] (the four blocks of :func:`conv1_columns`), cols)``."""
+    ReLU: ``(a₁ [N·C₁, B, q, q] client-major, pool winners (when ``ws`` is given and
+    ``prefix`` is empty: training), z₁ [N, C₁, 4, B·q²] (the four blocks of
+    :func:`conv1_columns`), cols)``; ``ws``: the scratch for ``cols`` and ``z₁`` (named
+    with ``prefix``)."""
     n, b = x.shape[:2]
     cin, side, c1 = model.in_channels, model.image_size, model.channels[0]
     q = (side - 4) // 2
     x = x.reshape(n, b, cin, side, side).contiguous()
     cols = conv1_columns(x, 5, None if ws is None else
-                         ws.get("cols", (n, cin * 25, 4 * b * q * q), x))
+                         ws.get(prefix + "cols", (n, cin * 25, 4 * b * q * q), x))
     w1 = params["conv1.weight"].reshape(n, c1, cin * 25)
     bias = params["conv1.bias"].unsqueeze(2)
     if ws is None:
         z1 = torch.baddbmm(bias, w1, cols)
     else:
-        z1 = torch.baddbmm(bias, w1, cols, out=ws.get("z1", (n, c1, 4 * b * q * q), x))
+        z1 = torch.baddbmm(bias, w1, cols, out=ws.get(prefix + "z1", (n, c1, 4 * b * q * q), x))
     z1 = z1.view(n, c1, 4, b * q * q)
-    pooled = max4(*z1.unbind(2), record=ws is not None)
-    p1, i1 = (pooled, None) if ws is None else pooled
+    record = ws is not None and not prefix
+    pooled = max4(*z1.unbind(2), record=record)
+    p1, i1 = pooled if record else (pooled, None)
     return p1.view(n * c1, b, q, q).clamp_min_(0), i1, z1, cols
 
 

@@ -3,7 +3,8 @@
 ========================  =================================================================
 family                    methods
 ========================  =================================================================
-:mod:`.averaging`         FedAvg, Local, FedProx, SCAFFOLD, FedBABU, FedAvg-FT, kNN-Per
+:mod:`.averaging`         FedAvg, Local, FedProx, SCAFFOLD, FedBABU, FedAvg-FT, kNN-Per,
+                          FedAvgM, FedAdagrad, FedYogi, FedAdam (server optimisers)
 :mod:`.regularized`       pFedMe, Ditto, APFL, L2SGD, Per-FedAvg (personalized objectives)
 :mod:`.clustered`         IFCA, CFL, FedAMP, FedEM, FedFomo, CGPFL, CGPFL-Heur
 :mod:`.decoupled`         FedRep, FedPer, LG-FedAvg, FedBN, FedRoD, FedALA (body/head splits)

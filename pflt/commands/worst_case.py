@@ -59,11 +59,13 @@ REQUIRES = {"inner_steps": ("prox", "steps"), "personal_lr": ("prox", "steps"),
             "inner_accuracy": ("prox", "exact"), "delta_sq": ("prox", "exact")}
 INTEGERS = ("inner_steps", "clients", "rounds", "local_rounds", "contexts", "batch_size",
             "sampled")
-#: the most memory the engine's measurement on the noisy instance may take for its
-#: mini-batch indices alone (R·N·|D| of 8 bytes, plus an [N, |D|] float64 buffer); the
-#: gathered rows take ~9× more (|D| = 2.8e6 at the defaults: 256 MiB of indices, 2.2 GB
-#: resident, still running after 8 min on the loaded shared 2-core machine), so 32 MiB
-MAX_BATCH_BYTES = 32 << 20
+#: the most memory the engine's measurement on the noisy instance (16 seeds) may take for
+#: its mini-batch indices alone (R·N·|D| of 8 bytes, plus an [N, |D|] float64 buffer).
+#: Measured at the defaults on the shared 2-core machine under load ~20: |D| = 349,525
+#: (32 MiB of indices) took 1.2 GB resident and 56 min wall, 5 of them the PEP; |D| =
+#: 2.8e6 (256 MiB) was at 2.2 GB and unfinished after 8 min.  1 MiB (|D| <= 10,922 at the
+#: defaults) keeps the measurement to ~1/32 of that
+MAX_BATCH_BYTES = 1 << 20
 #: float64's resolution at 1: 1 − x rounds to 1 for x below it
 EPS64 = 2.0 ** -53
 
@@ -240,7 +242,8 @@ def check_batch_memory(s) -> None:
         raise UserError(f"--batch-size {s.batch_size}: the engine's measurement would need "
                         f"at least {need / 2 ** 30:.3g} GiB (its (R + 1)·N·|D| = {need // 8:,} "
                         f"mini-batch indices alone, 8 bytes each), more than the "
-                        f"{MAX_BATCH_BYTES >> 20} MiB allowed; use --batch-size <= "
+                        f"{MAX_BATCH_BYTES >> 20} MiB allowed (a measurement that size runs "
+                        f"for hours); use --batch-size <= "
                         f"{MAX_BATCH_BYTES // per} (the noise V/|D| is then already "
                         f"{s.noise_sq / (MAX_BATCH_BYTES // per):.3g})")
 

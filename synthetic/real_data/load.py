@@ -82,7 +82,7 @@ def _file_dir(entry: registry.DatasetEntry, root: Path) -> Path:
     looked up where the loader would find them."""
     member_dirs = {f.member.rsplit("/", 1)[0] for f in entry.files if f.member and "/" in f.member}
     for sub in sorted(member_dirs):
-        if entry.loader.startswith("cifar") and not find_file(root, entry.files[0]) \
+        if entry.loader.startswith(("cifar", "tiny")) and not find_file(root, entry.files[0]) \
                 and (root / sub).is_dir():
             return root / sub
     return root

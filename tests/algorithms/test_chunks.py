@@ -41,3 +41,18 @@ def test_default_budget_is_half_the_available_memory(monkeypatch, tmp_path):
     assert chunks.default_budget() > 0
     monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(OSError()))
     assert chunks.default_budget() == chunks.FALLBACK_BUDGET
+
+
+def test_the_parameters_are_not_counted_as_activations():
+    """ResNet-18-GN on 8×8 images: its 11 M parameters (45 MB), which every convolution
+    saves for its backward, are not activations of a sample (those are well under 1 MB)."""
+    from algorithms.engine.models_resnet import ResNet18GN
+    from synthetic.federation import Federation
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    fed = Federation.from_client_arrays([rng.randn(4, 3, 8, 8).astype(np.float32)],
+                                        [rng.randint(0, 10, 4)], num_classes=10,
+                                        dtype=torch.float32)
+    act = chunks.activation_bytes(ResNet18GN(3, 8, 10, width=64), fed)
+    assert 0 < act < 2 ** 20

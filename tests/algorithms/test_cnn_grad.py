@@ -139,3 +139,18 @@ def test_scratch_is_per_thread_and_released():
     assert mine.buffers                          # cols, z1, dz1 kept for the next step
     cnn_grad.release_workspace()
     assert cnn_grad.workspace() is not mine
+
+
+def test_evaluation_forward_reuses_scratch_without_aliasing_its_results():
+    """Under ``no_grad`` the first convolution writes into the thread's scratch: results equal
+    the autograd-mode forward, and a later call does not change an earlier result."""
+    model, params, x, y = problem(1, 16, 8, 0.0)
+    with torch.enable_grad():
+        want = model.forward(params, x)
+    with torch.no_grad():
+        first = model.forward(params, x)
+        kept = first.clone()
+        model.forward(params, torch.randn_like(x))
+    assert torch.equal(first, kept)
+    torch.testing.assert_close(first, want.detach(), rtol=0, atol=ATOL)
+    assert "eval_cols" in cnn_grad.workspace().buffers

@@ -46,6 +46,8 @@ def test_a_clean_figure_passes():
     (lambda fig, ax: (ax.text(2, 2, "12"), ax.text(2.01, 2, "34")), "text_overlap"),
     (lambda fig, ax: ax.set_xticks([1, 1.05, 3], ["one long tick", "another long", "3"]),
      "tick_collision"),
+    (lambda fig, ax: ax.set_xticks([1, 1.05, 3], ["one long tick", "another long", "3"],
+                                   rotation=30, ha="right"), "tick_collision"),
     (lambda fig, ax: (ax.set_yticks([1, 2], ["a long paper name, " * 2, "b"]),
                       fig.subplots_adjust(left=0.8, right=0.98)), "squeezed"),
     (lambda fig, ax: fig.subplots_adjust(top=0.9, bottom=0.85), "squeezed"),
@@ -66,6 +68,15 @@ def test_each_new_check_passes_the_repaired_figure():
     ax.set_xticks([1, 2, 3], ["one", "two", "3"])
     ax.set_yticks([1, 2], ["a", "b"])
     fig.tight_layout()
+    assert figure_checks.problems(fig) == []
+    # long slanted labels: their boxes overlap, their ink does not
+    ax.set_xticks([1, 1.4, 1.8], ["a long slanted label"] * 3, rotation=30, ha="right")
+    fig.tight_layout()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    first, second = ax.xaxis.get_majorticklabels()[:2]
+    assert figure_checks._collide(first.get_window_extent(renderer),
+                                  second.get_window_extent(renderer))
     assert figure_checks.problems(fig) == []
     plt.close(fig)
 

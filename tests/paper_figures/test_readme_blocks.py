@@ -87,21 +87,31 @@ def test_the_verdict_block_says_what_the_verdicts_rest_on(tmp_path):
     assert "what the verdicts rest on" not in rb.render(TEXT, root=_tree(tmp_path, verdicts=data))
 
 
-W2_RESULT = {"workload": "W2: FedAvg, Fashion-MNIST, CNN, N=40, CPU", "command": "python b.py",
-             "date_utc": "2026-12-07T03:48:30+00:00", "conditions": "2 cores",
-             "seconds_per_round_median": {"fedavg_train": 2.0, "fedavg_eval": 20.0,
-                                          "pfllib_train": 1.5, "pfllib_eval": 19.5},
-             "ratio_train": 0.75, "ratio_with_evaluation": 0.9545, "conv_bound": 3.13,
-             "pfllib_commit": "d832e76f6a"}
+W2_RESULT = {"workload": "W2", "local_rounds": 5, "batch": 10, "pfllib_commit": "d832e76f6a",
+             "floor_seconds": {"fedavg_train": 0.55, "pfedme_train": 2.7},
+             "cpu_seconds": {"ours_fedavg_train": {"min": 1.0, "median": 1.1},
+                             "loop_fedavg_train": {"min": 1.3, "median": 1.4},
+                             "pfllib_fedavg_train": {"min": 1.6, "median": 1.7}},
+             "ratios": {"pfllib_fedavg/ours_fedavg train median": 1.55,
+                        "loop_fedavg/ours_fedavg train median": 1.18,
+                        "pfllib_fedavg/ours_fedavg with evaluation median": 2.5,
+                        "ours_fedavg/floor train min": 1.82},
+             "minor_faults_median": {"ours_fedavg_train": 1234},
+             "parts": [{"command": "python b.py", "date_utc": "2026-12-08T01:00:00+00:00",
+                        "conditions": "2 cores, load 3"}]}
 
 
-def test_the_speed_block_reports_the_ratio_and_says_not_run_without_a_file():
+def test_the_speed_block_reports_the_ratios_against_the_targets():
     out = rb.speed_block(W2_RESULT, None)
-    # mutation: ratio or target judged from the wrong field, or a GPU line without a file
-    assert "**0.75×** training" in out and "**0.95×** with evaluation" in out
-    assert "target 10×: not met" in out and "ours FedAvg 2.00 / 22.0" in out
+    # mutation: a ratio judged against the wrong target or from the wrong field
+    assert "ours 1.00 / 1.10, plain per-client loop 1.30 / 1.40, PFLlib 1.60 / 1.70" in out
+    assert "PFLlib ÷ ours **1.55×** (target ≥ 1.5×: met)" in out
+    assert "the loop ÷ ours **1.18×** (target ≥ 1.2×: **not met**)" in out
+    assert "with evaluation PFLlib ÷ ours **2.50×** (target ≥ 2×: met)" in out
+    assert "**1.82×** the FLOP floor of 0.55 s (target ≤ 2×: met)" in out
+    assert "1,234 minor page faults" in out and "`python b.py`: 2026-12-08 01:00 UTC" in out
+    assert "pFedMe" not in out.split("GPU")[0]                      # no pFedMe sides: no line
     assert "GPU: not run here" in out and "benchmarks/gpu_check.sh" in out
-    assert "target 10×: met" in rb.speed_block({**W2_RESULT, "ratio_train": 12.0}, None)
     none = rb.speed_block(None, None)
     assert "W2" in none and "not run here" in none and "×" not in none.split("GPU")[0]
 
@@ -128,3 +138,18 @@ def test_sources_other_than_the_four_papers_are_folded_into_one_row(tmp_path):
     assert "| 2 other sources (" in out and out.count("| 2 other sources") == 1
     row = next(x for x in out.splitlines() if x.startswith("| 2 other sources"))
     assert row.endswith("| 2 | 1 | 1 |")
+
+
+def test_the_verdict_block_states_the_generated_mutants_kill_rate_by_basis():
+    from paper_figures.readme_blocks import mutation_line
+
+    assert "not run here" in mutation_line(None)
+    data = {"date": "2026-12-08 01:00 UTC", "commit": "abc1234", "machine": "x86_64 Linux",
+            "only": None, "seconds": 600,
+            "rates": {"basis": {"claims against measurements": [120, 400],
+                                "code equals our reading": [390, 400]}}}
+    line = mutation_line(data)
+    assert "claims against measurements 120/400 (30%)" in line
+    assert "code equals our reading 390/400 (98%)" in line and "commit abc1234" in line
+    assert "mutants matching 'cgpfl.*' only, checks matching 'cgpfl.*' only" in mutation_line(
+        {**data, "only": "cgpfl.*", "checks": "cgpfl.*"})

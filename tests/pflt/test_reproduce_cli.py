@@ -29,6 +29,7 @@ _PLGU_SMALL = {"clients": "4", "clients_per_round": "2", "local_rounds": "2", "h
 SMALL = {
     "cgpfl_table1_fmnist": (_CG, None),
     "cgpfl_table1_fmnist_lr_grid": (_CG, ["fmnist_mlr"]),
+    "cgpfl_table1_fmnist_tune": (_CG, ["fmnist_mlr"]),
     "cgpfl_table1_mnist": (_CG, None),
     "cgpfl_table1_cifar10": ({**SMALL_CNN, "clients_per_round": "4", "classes_per_client": "3"}, None),
     "cgpfl_table2_lambda": (_CG, ["mnist_mlr", "fmnist_dnn"]),
@@ -51,6 +52,21 @@ SMALL = {
                                           if t == "table2" or k != "head_steps"},
                                        "size_range": "21 21"}, None)
        for t in ("table1", "table2", "table4_rho")},
+    # issue 42 item 4 (verification/experiments/reproductions_ablations.py): every column of
+    # the PPFE ablations; the PLGU K sweeps keep their local steps (they tell rows apart) at
+    # batch 5, the label-count tables run 3 labels of 9 images per client (the small
+    # CIFAR-100 has 10 images per class)
+    **{f"ppfe_{t}": (SMALL_CNN, None) for t in ("table3_reduction", "table4_fixed_heads",
+                                                "table5_progression", "table6_sparse")},
+    **{f"plgu_{t}": ({"clients": "4", "clients_per_round": "2", "batch_size": "5"}, None)
+       for t in ("table3_local_epochs", "table10_local_epochs")},
+    **{f"plgu_{t}": ({k: v for k, v in _PLGU_SMALL.items() if k != "head_steps"}, None)
+       for t in ("table4_rho", "table11_rho")},
+    **{f"plgu_{t}": ({**{k: v for k, v in _PLGU_SMALL.items() if "global" not in t
+                         or k != "head_steps"}, "size_range": "9 9",
+                      "classes_per_client": "3"}, None)
+       for t in ("table6_global_labels", "table7_personalized_labels",
+                 "table8_global_labels", "table9_personalized_labels")},
 }
 
 

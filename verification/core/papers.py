@@ -60,6 +60,8 @@ PAPERS: dict[str, Paper] = {
     "pfedfda": Paper("pFedFDA", "pFedFDA (McLaughlin, Su, NeurIPS 2024)"),
     "pfedhn": Paper("pFedHN", "pFedHN (Shamsian et al., ICML 2021)"),
     "scaffold": Paper("SCAFFOLD", "SCAFFOLD (Karimireddy et al., ICML 2020)"),
+    "fedopt": Paper("FedOpt", "Adaptive Federated Optimization (Reddi et al., ICLR 2021)"),
+    "fedavgm": Paper("FedAvgM", "FedAvgM (Hsu, Qi, Brown, arXiv 1909.06335)"),
     "local-sgd-lb": Paper("Local SGD (Glasgow et al.)", "Glasgow, Yuan, Ma (AISTATS 2022)"),
     "minimax-l2": Paper("Minimax personalization (Yu et al.)",
                         "Yu et al. (ICML 2025, arXiv 2410.08934)"),
@@ -93,6 +95,8 @@ CITED: dict[str, str] = {
     "FedProx Synthetic(α, β) (Li et al., MLSys 2020), used by pFedMe (NeurIPS 2020) §5":
         "fedprox",
     "Glasgow, Yuan, Ma (AISTATS 2022)": "local-sgd-lb",
+    "Adaptive Federated Optimization (Reddi et al., ICLR 2021)": "fedopt",
+    "FedAvgM (Hsu, Qi, Brown, arXiv 1909.06335)": "fedavgm",
     "Yu et al. (ICML 2025, arXiv 2410.08934)": "minimax-l2",
     "Dirichlet label skew (Hsu et al. 2019; NIID-Bench, Li et al., ICDE 2022)": "dirichlet",
     "every registered algorithm (toolkit contract)": "toolkit",

@@ -81,6 +81,8 @@ def _selected_k(rep: Reproduction, rows: list[dict]) -> dict:
         if not _ok(r) or (r["method"] not in chooses and not r.get("k_hat")):
             continue
         k = r.get("k_hat") or "not recorded"
+        if r.get("mu_band"):
+            k = f"{k} ({r['mu_band']})"
         out.setdefault(r["method"], []).append((int(r["seed"]), k))
     return {m: sorted(v) for m, v in out.items()}
 

@@ -36,7 +36,7 @@ from pfl_theory.safe_files import atomic_write_text
 from verification.experiments.reproduction import Cell
 
 FIELDS = ("method", "model", "seed", "metric", "value", "command", "column", "best_value",
-          "best_round", "rounds", "status", "k_hat", "options", "reason")
+          "best_round", "rounds", "status", "k_hat", "options", "reason", "mu_band")
 REQUIRED = ("method", "model", "seed", "metric", "value", "command")
 
 
@@ -114,6 +114,9 @@ def collect(cell: Cell, run_dir, command: str, status: str = "ok", reason: str =
     row["value"], row["best_value"], row["best_round"] = repr(value), repr(best), best_t
     if summary.get("k_hat") is not None:
         row["k_hat"] = str(int(summary["k_hat"]))
+    if summary.get("mu") is not None:      # CGPFL-Heur: μ used and K̂'s band of μ
+        row["mu_band"] = (f"mu = {summary['mu']:.4g} in [{summary.get('mu_band_lo', 0):.4g}, "
+                          f"{summary.get('mu_band_hi', math.inf):.4g})")
     return row
 
 

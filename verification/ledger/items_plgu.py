@@ -15,11 +15,12 @@ _THM2 = "c:plgu.transcription_theorem2 f:D.8"
 _THM3 = "c:plgu.transcription_theorem3 f:D.8"
 _LEMMA = "checked as a part of its theorem's transcription, not apart"
 _NO_TABLE = ("no reproduction entry (issue 42 item 4)")
-_TMG = "Tiny-ImageNet has no loader and the paper's ResNet-18 / WRN-28-10 are not the entry's model"
-
-
-def _table_row(label, section, statement, missing):
-    return (label, section, "E", statement, "", missing)
+_CNN = "the entry runs the toolkit's `cnn`, not the paper's ResNet-18"
+_TMG_ROW = ("the Tiny-ImageNet part has no entry (the `tinyimagenet` loader exists, no entry "
+            "column or PLGU partition uses it yet; no ResNet-50-GN); "
+            "the CIFAR part runs the toolkit's `cnn`, not ResNet-18 / WRN-28-10")
+_TMG = ("no entry runs Tiny-ImageNet (its `tinyimagenet` loader exists) and the paper's "
+        "ResNet-18 / WRN-28-10 are not the entry's model")
 
 
 ITEMS = table("plgu", (
@@ -91,12 +92,12 @@ ITEMS = table("plgu", (
     ("Fig. 6", "§6.3", "E", "distribution of the personalized models' accuracies",
      "fig:plgu_poor_clients", "the per-client distribution is drawn on a small synthetic "
      "federation, not CIFAR"),
-    _table_row("Table 3", "§6.3", "impact of local epochs K ∈ {1, 5, 10} (CIFAR-10, C = 10)",
-               _NO_TABLE),
+    ("Table 3", "§6.3", "E", "impact of local epochs K ∈ {1, 5, 10} (CIFAR-10, C = 10)",
+     "r:plgu_table3_local_epochs", _CNN),
     ("Table 4", "§6.3", "E", "impact of the radius ρ ∈ {0.05, 0.1, 0.5} (CIFAR-10, C = 10): "
-     "ρ = 0.05 best, 0.5 degrades", "r:plgu_table4_rho_transfer_fmnist "
-     "c:transfer_fmnist.plgu_table4_rho", "no entry on CIFAR-10 (issue 42 item 4); the "
-     "transfer on Fashion-MNIST tests the claim"),
+     "ρ = 0.05 best, 0.5 degrades", "r:plgu_table4_rho r:plgu_table4_rho_transfer_fmnist "
+     "c:transfer_fmnist.plgu_table4_rho", _CNN + "; the transfer on Fashion-MNIST tests "
+     "the claim"),
     ("Fig. 7", "§6.3", "E", "loss landscapes of PLGU-LF", "",
      "no entry: no loss-landscape figure script"),
     ("Lemma 1", "App. A", "T", "PLGU-LF gap ≤ β(Rademacher terms of G_u, G̃_u, G_p, G̃_p) + "
@@ -134,17 +135,18 @@ ITEMS = table("plgu", (
     ("Lemma 9", "App. C.2", "T", "descriptor class Rademacher bound", _THM3, _LEMMA),
     ("Lemma 10", "App. C.2", "T", "hypernetwork classes (plain and adversarial)", _THM3, _LEMMA),
     ("Table 5", "App. D.1", "E", "datasets and networks: ResNet-18 (CIFAR), WRN-28-10 / ResNet-50 "
-     "(Tiny-ImageNet)", "t:tests/algorithms/test_models_resnet.py",
-     "ResNet-18 exists; WRN-28-10, ResNet-50-GN and the Tiny-ImageNet loader do not "
+     "(Tiny-ImageNet)", "t:tests/algorithms/test_models_resnet.py "
+     "t:tests/synthetic/real_data/test_tiny_imagenet.py",
+     "ResNet-18 and the Tiny-ImageNet loader exist; WRN-28-10 and ResNet-50-GN do not "
      "(issue 42 item 5)"),
-    _table_row("Table 6", "App. E.1", "global-model accuracy at 5 / 20 / 50 labels (CIFAR-10, "
-               "CIFAR-100, Tiny-ImageNet)", _NO_TABLE),
-    _table_row("Table 7", "App. E.1", "personalized-model accuracy at 5 / 20 / 50 labels",
-               _NO_TABLE),
-    _table_row("Table 8", "App. E.1", "personalized-model accuracy at 8 / 50 / 100 labels",
-               _NO_TABLE),
-    _table_row("Table 9", "App. E.1", "personalized-model accuracy at 8 / 20 / 40 labels",
-               _NO_TABLE),
+    ("Table 6", "App. E.1", "E", "global-model accuracy at 5 / 20 / 50 labels (CIFAR-10, "
+     "CIFAR-100, Tiny-ImageNet)", "r:plgu_table6_global_labels", _TMG_ROW),
+    ("Table 7", "App. E.1", "E", "personalized-model accuracy at 5 / 20 / 50 labels",
+     "r:plgu_table7_personalized_labels", _TMG_ROW),
+    ("Table 8", "App. E.1", "E", "accuracy at 8 / 50 / 100 labels (caption: personalized; "
+     "methods: Table 1's, read as the global model)", "r:plgu_table8_global_labels", _TMG_ROW),
+    ("Table 9", "App. E.1", "E", "personalized-model accuracy at 8 / 20 / 40 labels",
+     "r:plgu_table9_personalized_labels", _TMG_ROW),
     ("Fig. 9", "App. D.3", "A", "the hypernetwork architecture of PLGU-GHN",
      "c:pfedhn.engine_equals_oracle", "the toolkit's hypernetwork is pFedHN's; the figure's "
      "exact widths are not checked"),
@@ -152,6 +154,8 @@ ITEMS = table("plgu", (
      "no entry: " + _NO_TABLE),
     ("Fig. 11", "App. E", "E", "further performance curves on Tiny-ImageNet", "",
      "no entry: " + _TMG),
-    _table_row("Table 10", "App. E", "local epochs K on CIFAR-100 and Tiny-ImageNet", _NO_TABLE),
-    _table_row("Table 11", "App. E", "radius ρ on CIFAR-100 and Tiny-ImageNet", _NO_TABLE),
+    ("Table 10", "App. E", "E", "local epochs K on CIFAR-100 and Tiny-ImageNet",
+     "r:plgu_table10_local_epochs", _TMG_ROW),
+    ("Table 11", "App. E", "E", "radius ρ on CIFAR-100 and Tiny-ImageNet",
+     "r:plgu_table11_rho", _TMG_ROW),
 ))

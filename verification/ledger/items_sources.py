@@ -73,6 +73,14 @@ _ROWS = (
     ("pfedhn", "eq. (22)", "§3", "A", "pFedHN's hypernetwork and its Δ-VJP updates",
      "c:pfedhn.engine_equals_oracle"),
     ("scaffold", "Algorithm 1", "§3", "A", "SCAFFOLD, option II", "c:scaffold.engine_equals_oracle"),
+    ("fedopt", "Algorithm 2 (FedAdagrad)", "§3", "A", "server Adagrad on the pseudo-gradient: "
+     "v_t = v_{t−1} + Δ_t²", "c:fedadagrad.engine_equals_oracle"),
+    ("fedopt", "Algorithm 2 (FedYogi)", "§3", "A", "server Yogi: v_t = v_{t−1} − (1−β₂)Δ_t² "
+     "sign(v_{t−1} − Δ_t²)", "c:fedyogi.engine_equals_oracle"),
+    ("fedopt", "Algorithm 2 (FedAdam)", "§3", "A", "server Adam: v_t = β₂v_{t−1} + (1−β₂)Δ_t²",
+     "c:fedadam.engine_equals_oracle"),
+    ("fedavgm", "server momentum", "§3", "A", "u ← βu + Δ_t, x ← x + ηu",
+     "c:fedavgm.engine_equals_oracle"),
     ("minimax-l2", "Theorem 1, Corollary 1", "§3", "T", "E‖w̃_i − w*_i‖² ≲ 1/N + R² ∧ 1/n "
      "(shape in the client size n)", "c:minimax.l2_personalization_rate_n"),
     ("dirichlet", "Dirichlet label skew", "", "E", "per-class shares p_k ~ Dir(α·1_N): "

@@ -9,10 +9,10 @@ from verification.oracles.registry import oracles
 def test_every_family_module_is_imported_and_registers_its_checks():
     checks = load_all()
     assert set(FAMILIES) == {"averaging", "clustered", "clustered_soft", "decoupled", "pfedfda",
-                             "ppfe", "prototypes", "regularized", "sam"}
+                             "ppfe", "prototypes", "regularized", "sam", "server_optimizers"}
     ids = {i for i, c in checks.items() if i.endswith(".engine_equals_oracle")}
     assert ids >= {o.check_id for o in oracles().values()}
-    assert len(oracles()) == 34
+    assert len(oracles()) == 38
     for o in oracles().values():
         assert checks[o.check_id].kind == "identity"
 

@@ -219,5 +219,22 @@ def _register(claim: Claim) -> None:
           quick={}, full={})(run)
 
 
+#: the ids, literally, for ``pflt verify --only``'s source scan (verification/core/runner.py
+#: imports only the modules whose literal check declarations match; these checks are
+#: registered in a loop) — a test keeps this list equal to CLAIMS':
+#   @check("transfer_fmnist.pfedme_pm_best")
+#   @check("transfer_fmnist.pfedme_over_fedavg")
+#   @check("transfer_fmnist.pfedme_fig1_k")
+#   @check("transfer_fmnist.pfedme_fig2_beta")
+#   @check("transfer_fmnist.ppfe_above_fedavg")
+#   @check("transfer_fmnist.ppfe_above_personalized")
+#   @check("transfer_fmnist.ppfe_table3_reduction")
+#   @check("transfer_fmnist.ppfe_table4_fixed_heads")
+#   @check("transfer_fmnist.ppfe_table5_progression")
+#   @check("transfer_fmnist.ppfe_table6_sparse")
+#   @check("transfer_fmnist.plgu_low5_without_average_loss")
+#   @check("transfer_fmnist.plgu_global_average")
+#   @check("transfer_fmnist.plgu_personalized")
+#   @check("transfer_fmnist.plgu_table4_rho")
 for _claim in CLAIMS:
     _register(_claim)

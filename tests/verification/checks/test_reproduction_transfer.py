@@ -163,3 +163,17 @@ def test_pairs_are_judged_at_a_common_t_and_groups_never_mixed(tmp_path):
     out = judge(CLAIM[cid], tmp_path)
     assert out.holds and out.extra["verdict"] == "HOLDS", out.detail
     assert "T = 40, reduced T (paper's 160); PPFE: --option total_rounds=40" in out.detail
+
+
+def test_pflt_verify_only_finds_the_claims_by_their_source_declarations():
+    # mutation caught: a claim added without its literal declaration (pflt verify --only
+    # 'transfer_fmnist.*' would not import the module and report no such check)
+    from verification.core.runner import modules_declaring
+
+    assert "reproduction_transfer" in modules_declaring("verification.checks",
+                                                        "transfer_fmnist.*")
+    from verification.core.registry import DECLARED
+    import verification.checks.reproduction_transfer as mod
+    from pathlib import Path
+    text = Path(mod.__file__).read_text()
+    assert [m.group(2) for m in DECLARED.finditer(text)] == [c.id for c in CLAIMS]

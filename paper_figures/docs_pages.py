@@ -133,11 +133,14 @@ def reproduction_table(path: Path) -> list[str]:
 
 
 def _mean_sd(runs: list[dict], key: str) -> str:
-    values = [float(r[key]) for r in runs if r.get(key) not in ("", None)]
+    """Mean ± sd of the finite values; a failed run's nan is counted apart, never averaged."""
+    given = [float(r[key]) for r in runs if r.get(key) not in ("", None)]
+    values = [v for v in given if math.isfinite(v)]
+    failed = f" ({len(given) - len(values)} not finite)" if len(values) < len(given) else ""
     if not values:
-        return "–"
+        return "–" + failed
     sd = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
-    return f"{statistics.fmean(values):.4f}{sd}"
+    return f"{statistics.fmean(values):.4f}{sd}{failed}"
 
 
 def _joined(runs: list[dict], key: str) -> str:
@@ -160,6 +163,10 @@ def findings_page(root: Path = ROOT) -> str:
         out += ["(no reproduction result committed yet: `pflt reproduce` writes them)", ""]
     for path in csvs:
         out += reproduction_table(path)
+    from paper_figures.real_data_status import transfer_table
+
+    out += ["## The papers' claims on the real Fashion-MNIST (transfers)", "",
+            transfer_table(root / REPRO_RESULTS)]
     return "\n".join(out).rstrip() + "\n"
 
 

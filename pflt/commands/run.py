@@ -1,22 +1,12 @@
 """``pflt run``: train a registered algorithm on a federation and save its history.
 
-``--rounds`` defaults to the algorithm's own schedule where it has one (PPFE:
-``--total-rounds``, so that every stage runs), else 50; a run shorter than its algorithm's
-schedule says on stderr how many stages start and finish.
+Every hyper-parameter of the chosen algorithm is an option with the algorithm's own default
+(pfedme: pFedMe's synthetic setting λ=20, η=0.005, η_p=0.01, K=5, R=20, |D|=20, β=1, S=10);
+an option it does not have is an error.
 
-Every hyper-parameter of every registered algorithm is an option (``--lam``, ``--lr``,
-``--personal-lr``, ``--inner-steps`` …); an option that the chosen algorithm does not have
-is an error.  Defaults are the algorithm's own (for ``pfedme``: pFedMe's synthetic setting
-λ=20, η=0.005, η_p=0.01, K=5, R=20, |D|=20, β=1, S=10).
-
-Configuration files: ``--config run.toml`` holds the same options as keys (dashes or
-underscores), hyper-parameters included; options given on the command line override it.
-Unknown keys are an error; ``pflt run --config run.toml --help`` shows the file's values next
-to the options (and the hyper-parameters of its algorithm).  Checkpoints: ``--checkpoint-every k`` writes
-``OUT/checkpoint.pt`` atomically; ``pflt run --resume OUT [--rounds T]`` continues that run
-(bit-identically with the same --threads: per-round randomness derives from (seed, round);
-the checkpoint, history and options are checked against each other first, see
-algorithms/engine/resume.py).  ``--out`` holding another run is refused unless ``--overwrite``.
+``--config run.toml``: the same options as keys (the command line overrides; unknown keys are
+an error).  ``--checkpoint-every k`` + ``pflt run --resume OUT [--rounds T]``: continues a run
+bit-identically (algorithms/engine/resume.py).  A used ``--out`` is refused unless ``--overwrite``.
 """
 
 from __future__ import annotations

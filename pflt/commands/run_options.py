@@ -117,7 +117,8 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run")
     g.add_argument("--config", default=None, help="TOML file with any of these options")
     g.add_argument("--resume", default=None, metavar="DIR", help="continue the run saved in DIR")
-    g.add_argument("--algorithm", default="pfedme", help=f"one of: {', '.join(algorithm_names())}")
+    g.add_argument("--algorithm", default="pfedme", help=f"a registered algorithm, {len(algorithm_names())} in all: "
+                   "pflt list algorithms (default: pfedme)")
     g.add_argument("--model", default=None, choices=MODELS, metavar="NAME",
                    help="mlr (default; mlp for layer-wise methods), dnn, mlp, mlp-bn (BatchNorm: "
                         "fedbn, fedavg, local), cnn (CGPFL: 2 conv+2 FC), cnn3 (PPFE: 2 conv+"
@@ -143,8 +144,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     g.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="float type")
     g.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: PFLT_THREADS, else 1 — measured on a "
-                        "shared 2-core machine, see pfl_theory/threads.py)")
+                   help="torch CPU threads (default: PFLT_THREADS, else 1)")
     g.add_argument("--client-chunk", type=_positive_int, default=None, metavar="K",
                    help="train a round's clients K at a time: the same results, peak memory "
                         "grows with K instead of N (default: from --memory-budget)")

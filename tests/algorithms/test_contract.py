@@ -288,10 +288,11 @@ def _identical(a: State, b: State) -> bool:
         torch.equal(x, y) for x, y in zip(_tensors(a), _tensors(b)))
 
 
-TRAIN_PHASE_USERS = ["apfl", "cfl", "ditto", "fedala", "fedamp", "fedavg", "fedavg-ft",
-                     "fedbabu", "fedbn", "fedem", "fedpac", "fedper", "fedproto", "fedprox",
-                     "fedrep", "fedrod", "fedsam", "ifca", "knnper", "lgfedavg", "pfedfda",
-                     "pfedhn", "plgu-ghn", "plgu-grep", "plgu-lf", "scaffold"]
+TRAIN_PHASE_USERS = ["apfl", "cfl", "ditto", "fedadagrad", "fedadam", "fedala", "fedamp",
+                     "fedavg", "fedavg-ft", "fedavgm", "fedbabu", "fedbn", "fedem", "fedpac",
+                     "fedper", "fedproto", "fedprox", "fedrep", "fedrod", "fedsam", "fedyogi",
+                     "ifca", "knnper", "lgfedavg", "pfedfda", "pfedhn", "plgu-ghn", "plgu-grep",
+                     "plgu-lf", "scaffold"]
 
 
 def test_the_train_phase_users_are_listed(fed, model, monkeypatch):

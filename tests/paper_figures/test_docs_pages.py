@@ -90,3 +90,14 @@ def test_check_fails_on_a_hand_edited_page(tmp_path, monkeypatch, capsys):
     page.write_text(page.read_text().replace("0.8062", "0.8100"))    # a hand-typed number
     assert dp.main(["--check"]) == 1
     assert "stale: docs/results/findings.md" in capsys.readouterr().err
+
+
+def test_a_failed_cells_nan_is_counted_apart_not_averaged(tmp_path):
+    """A failed cell's ``nan`` (pflt reproduce writes it) neither crashes the table nor enters
+    the mean: the finite values are averaged and the nan is counted beside them."""
+    path = tmp_path / "t.csv"
+    path.write_text("method,seed,value,best_value,rounds,status\n"
+                    "A,0,0.5,0.6,10,ok\nA,1,0.7,0.8,10,ok\nA,2,nan,nan,10,exit 1\n")
+    lines = dp.reproduction_table(path)
+    row = next(ln for ln in lines if ln.startswith("| A "))
+    assert "0.6000 ± 0.1414 (1 not finite)" in row and "0.7000 ± 0.1414 (1 not finite)" in row

@@ -49,6 +49,23 @@ def test_main_writes_and_checks(tmp_path):
     assert st.main(["--results", str(tmp_path), "--out", str(out), "--check"]) == 1
 
 
+def test_transfer_table_counts_verdicts_per_paper(tmp_path):
+    # mutations caught: a claim's verdict not read from the CSVs (always NOT RUN), the
+    # transfer label dropped, a paper's counts taken from another paper's claims
+    rows = [dict(method=m, model="mlr", column="fmnist_mlr", seed=s, metric="m", value=v + s / 1000,
+                 status="ok", rounds=200, command=f"c {m} {s}")
+            for m, v in (("pFedMe-PM", 0.95), ("pFedMe-GM", 0.80), ("Per-FedAvg", 0.85),
+                         ("FedAvg", 0.70)) for s in range(3)]
+    _write(tmp_path / "pfedme_table1_transfer_fmnist.csv", rows)
+    text = st.transfer_table(tmp_path)
+    assert "in place of" in text and "not reproductions" in text
+    assert "| pFedMe (NeurIPS 2020) | 4 | 2 | 0 | 0 | 2 |" in text
+    assert "| PLGU (CVPR 2023) | 4 | 0 | 0 | 0 | 4 |" in text
+    pm = next(ln for ln in text.splitlines() if "`pfedme_pm_best`" in ln)
+    assert "| HOLDS |" in pm and "+15.00 ± 0.08" in pm and "reduced T (paper's 800)" in pm
+    assert st.transfer_table(tmp_path) in st.render(tmp_path)
+
+
 def test_the_summary_names_every_reproduction_once():
     # results: one row each; not run here: one row per paper listing them (the README stays
     # short as the registry grows); mutation caught: an entry left out or listed twice
@@ -66,3 +83,16 @@ def test_the_summary_names_every_reproduction_once():
     assert re.search(r"fmnist_mlr (measured|partial) \(\d/9, seeds [\d,]+, T = 200\)", row), row
     assert any("| not run here |" in r and "`pflt reproduce pfedme_table1_mnist --data-dir DIR`"
                in r for r in rows)
+
+
+def test_transfer_summary_names_each_claim_under_its_verdict(tmp_path):
+    # mutation caught: a claim listed under another verdict than its check's
+    rows = [dict(method=m, model="mlr", column="fmnist_mlr", seed=s, metric="m", value=v + s / 1000,
+                 status="ok", rounds=200, command=f"c {m} {s}")
+            for m, v in (("pFedMe-PM", 0.95), ("pFedMe-GM", 0.80), ("Per-FedAvg", 0.85),
+                         ("FedAvg", 0.70)) for s in range(3)]
+    _write(tmp_path / "pfedme_table1_transfer_fmnist.csv", rows)
+    text = st.transfer_summary(tmp_path)
+    line = next(ln for ln in text.splitlines() if ln.startswith("| pFedMe"))
+    assert "HOLDS: pfedme_pm_best, pfedme_over_fedavg; NOT RUN: pfedme_fig1_k" in line
+    assert "not reproductions" in text

@@ -49,7 +49,8 @@ def with_l2(setting, l2: float = L2):
                         "over 2 rounds (~1e-15 relative); a changed step moves it by > 1e-4",
        quick={"rounds": 2}, full={"rounds": 3})
 def oracles_with_l2(ctx: Context) -> Outcome:
-    """Every oracle outside :data:`OPEN` with ℓ2 > 0: the engine equals it after every round."""
+    """Every oracle with ℓ2 > 0, except those whose oracle writes losses without the ℓ2 term
+    (named in the result): the engine equals it after every round."""
     import verification.checks.engine_oracles  # noqa: F401  (registers the oracles)
     from verification.oracles.registry import compare, oracles
 
@@ -109,7 +110,8 @@ def choice_values(field, current) -> list:
        quick={"rounds": 2}, full={"rounds": 3})
 def oracles_hyperparameter_values(ctx: Context) -> Outcome:
     """Every oracle with each non-default boolean / one-of value of its algorithm (one at a
-    time, the oracle's other settings kept), outside :data:`NOT_MODELLED`."""
+    time, the oracle's other settings kept), except the values the oracles do not model
+    (named in the result)."""
     import verification.checks.engine_oracles  # noqa: F401  (registers the oracles)
     from algorithms.engine.base import hyperparameters
     from verification.oracles.registry import compare, oracles

@@ -54,9 +54,8 @@ def stage_accuracy_improves(ctx: Context) -> Outcome:
     """Ensemble test accuracy at the end of each stage should not decrease from stage to
     stage, and the last stage should beat stage 0 (FedAvg).  No tolerance: every difference
     is judged against its standard error (binomial, unpaired: se = √((p₁(1−p₁) +
-    p₂(1−p₂))/n_test), conservative) at the level :data:`Z` (one-sided 97.7%,
-    verification/core/verdicts.py ``difference_three_way``), and only a significant
-    difference decides (issue 41: the sign of a step inside its error bar decided before).
+    p₂(1−p₂))/n_test), conservative) at z = 2 (one-sided 97.7%), and only a significant
+    difference decides (the sign of a step inside its error bar decides nothing).
     FAILS if a stage loses significantly or the last stage is significantly below stage 0;
     HOLDS if the gain over stage 0 is significant and no stage loses significantly;
     INCONCLUSIVE otherwise (this test set cannot resolve the gain)."""

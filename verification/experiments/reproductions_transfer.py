@@ -33,6 +33,10 @@ def transfer_label(instead_of: str) -> str:
     return f"transfer (Fashion-MNIST in place of {instead_of})"
 
 
+#: where and how the shipped transfer CSVs were measured (the README's table says it)
+MEASURED = ("measured 2026-12-07/08 on the project's shared 2-core CPU machine (load 7-20, "
+            "1 torch thread), reduced T where the T column says so")
+
 _NOTE = ("This is a transfer, not a reproduction: the paper's numbers are on another dataset "
          "and are not compared (paper column '–'); the claims it tests are judged by "
          "`pflt verify` (checks `transfer_fmnist.*`). A T below the section's 'paper's T' "
@@ -46,14 +50,16 @@ _PFEDME_PART = dict(partition="label-skew", clients=20, classes_per_client=2,
 _PFEDME_COLS = (Column("fmnist_mlr", "fmnist", "mlr", _PFEDME_PART),
                 Column("fmnist_dnn", "fmnist", "dnn", {**_PFEDME_PART, "hidden": 100}))
 
-#: seconds per round (eval every 5), measured 2026-12-07 on the shared 2-core machine at load
-#: 5-8 (pfedme MLR: 20 rounds in 3.3 s at load 0.4; cnn3/cnn under load)
+#: seconds per round (eval every 5) of the transfer cells, from their logs, measured
+#: 2026-12-07/08 on the shared 2-core machine at load 15-23 (pfedme MLR: 20 rounds in 3.3 s
+#: at load 0.4; at load 5 a pFedMe-GM MLR cell of 200 rounds took 31 s): the printed cost is
+#: that of a busy machine
 TRANSFER_ROUND_SECONDS = {
-    ("fedavg", "mlr"): 0.15, ("perfedavg", "mlr"): 0.2, ("pfedme", "mlr"): 0.5,
-    ("fedavg", "dnn"): 0.4, ("perfedavg", "dnn"): 0.6, ("pfedme", "dnn"): 1.5,
-    ("fedavg", "cnn3"): 1.3, ("ppfe", "cnn3"): 2.5, ("fedavg", "cnn"): 15.0,
-    ("fedsam", "cnn"): 30.0, ("plgu-lf", "cnn"): 30.0, ("plgu-grep", "cnn"): 30.0,
-    ("plgu-ghn", "cnn"): 30.0,
+    ("fedavg", "mlr"): 0.4, ("perfedavg", "mlr"): 0.5, ("pfedme", "mlr"): 1.1,
+    ("fedavg", "dnn"): 1.0, ("perfedavg", "dnn"): 1.3, ("pfedme", "dnn"): 3.0,
+    ("fedavg", "cnn3"): 28.0, ("ppfe", "cnn3"): 29.0, ("fedavg", "cnn"): 90.0,
+    ("fedsam", "cnn"): 250.0, ("plgu-lf", "cnn"): 330.0, ("plgu-grep", "cnn"): 330.0,
+    ("plgu-ghn", "cnn"): 330.0,
 }
 
 PFEDME_TRANSFER = Reproduction(

@@ -9,7 +9,9 @@ the cost, so :func:`derive` reads them from the run directories named by each ro
 (same ``command``, which re-runs the row and rewrites the ``summary.json`` holding both
 numbers) with ``metric`` → ``<model>_accuracy_<suffix>`` and the value of that key (last
 round; best over the evaluated rounds from ``history.csv``).  A row whose run directory is
-absent keeps its earlier companion row, if any (never a number that was not measured).
+absent, or holding another run (a later command of the same cell name at another T), keeps
+its earlier companion row if any, else has none; a failed row has none (never a number that
+was not measured).
 
 ``python -m verification.experiments.transfer_metrics NAME [--results DIR]`` writes the
 companion CSVs and their markdown (the reproduction's report with that metric).
@@ -27,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from verification.experiments.reproduction_report import markdown
-from verification.experiments.reproduction_run import FIELDS, read_rows
+from verification.experiments.reproduction_run import FIELDS, read_rows, write_rows
 
 SUFFIXES = ("low5", "top5")
 _WORDS = {"low5": "lowest 5 % of clients", "top5": "top 5 % of clients"}
@@ -50,8 +52,8 @@ def _derived_row(row: dict, suffix: str) -> dict | None:
     """The companion of ``row``, or ``None`` when its run directory cannot be read."""
     metric = companion_metric(row["metric"], suffix)
     out = dict(row, metric=metric)
-    if row.get("status", "ok") != "ok":
-        return dict(out, value="nan", best_value="nan", best_round="")
+    if row.get("status", "ok") not in ("ok", ""):
+        return None                              # a failed cell has no number to derive
     run = _run_dir(row["command"])
     try:
         summary = json.loads((run / "summary.json").read_text())
@@ -60,8 +62,7 @@ def _derived_row(row: dict, suffix: str) -> dict | None:
     except (OSError, ValueError, TypeError):
         return None
     if summary.get("round") != int(row["rounds"]) or metric not in summary:
-        return dict(out, value="nan", best_value="nan", best_round="",
-                    status=f"summary.json lacks round {row['rounds']} {metric}")
+        return None           # the directory now holds another run of the cell (other T)
     best, best_t = -math.inf, ""
     for h in history:
         v = float(h[metric])
@@ -86,12 +87,7 @@ def derive(csv_path, suffix: str, out_path) -> tuple[int, int]:
             d, kept = earlier[r["command"]], kept + 1
         if d is not None:
             rows.append(d)
-    out_path = Path(out_path)
-    with out_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
-        w.writeheader()
-        for d in rows:
-            w.writerow({k: d.get(k, "") for k in FIELDS})
+    write_rows(out_path, [{k: d.get(k, "") for k in FIELDS} for d in rows])
     return fresh, kept
 
 

@@ -142,3 +142,38 @@ def test_default_results_directory_and_context():
     assert out.verdict is Verdict.NOT_RUN
     chk = load_all()["transfer_fmnist.plgu_table4_rho"]
     assert chk.fn(Context("quick", 0, {"results": "/nonexistent"}, None)).verdict is Verdict.NOT_RUN
+
+
+def test_pairs_are_judged_at_a_common_t_and_groups_never_mixed(tmp_path):
+    # PPFE at T = 40 (its stages scaled: --option total_rounds=40) against FedAvg at T = 40;
+    # a lone FedAvg row at T = 160 far above is another group. Mutations caught: the T with
+    # most rows of the column taken although one method lacks it (NOT RUN), T groups mixed
+    # (the T = 160 row would drag FedAvg's mean up and the claim to INCONCLUSIVE)
+    cid = "transfer_fmnist.ppfe_above_fedavg"
+    rows = [("PPFE", s, v, 40, "total_rounds=40") for s, v in enumerate(HIGH)]
+    rows += [("FedAvg", s, v, 40, "") for s, v in enumerate(LOW)]
+    rows += [("FedAvg", 0, 0.99, 160, "")]
+    with (tmp_path / "ppfe_table1_transfer_fmnist.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        for m, s, v, t, o in rows:
+            w.writerow(dict(method=m, model="cnn3", column="fmnist_(100,2)", seed=s,
+                            metric="x_accuracy", value=v, best_value=v, rounds=t, status="ok",
+                            options=o, command=f"c {m} {s} {t}"))
+    out = judge(CLAIM[cid], tmp_path)
+    assert out.holds and out.extra["verdict"] == "HOLDS", out.detail
+    assert "T = 40, reduced T (paper's 160); PPFE: --option total_rounds=40" in out.detail
+
+
+def test_pflt_verify_only_finds_the_claims_by_their_source_declarations():
+    # mutation caught: a claim added without its literal declaration (pflt verify --only
+    # 'transfer_fmnist.*' would not import the module and report no such check)
+    from verification.core.runner import modules_declaring
+
+    assert "reproduction_transfer" in modules_declaring("verification.checks",
+                                                        "transfer_fmnist.*")
+    from verification.core.registry import DECLARED
+    import verification.checks.reproduction_transfer as mod
+    from pathlib import Path
+    text = Path(mod.__file__).read_text()
+    assert [m.group(2) for m in DECLARED.finditer(text)] == [c.id for c in CLAIMS]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from verification.experiments.reproduction_run import FIELDS, append_row, read_rows
+from verification.experiments.reproduction_run import put_row as append_row, read_rows
 from verification.experiments.transfer_metrics import (companion_metric, derive, main,
                                                        write_companions)
 
@@ -42,27 +42,25 @@ def test_companion_rows_hold_the_runs_low5_and_best(tmp_path):
     assert r["command"] == row(tmp_path, "a")["command"]     # the same command re-runs it
 
 
-def test_absent_run_keeps_the_earlier_row_and_failed_runs_are_nan(tmp_path):
+def test_absent_run_keeps_the_earlier_row_and_failed_runs_have_none(tmp_path):
     fake_run(tmp_path / "a", low5=0.61, best_low5=0.7)
     src, out = tmp_path / "t.csv", tmp_path / "t_low5.csv"
     append_row(src, row(tmp_path, "a"))
     append_row(src, row(tmp_path, "gone", seed=1))
     append_row(src, row(tmp_path, "bad", seed=2, status="exit 1"))
-    assert derive(src, "low5", out) == (2, 0)       # "gone" has no run and no earlier row
-    rows = {r["seed"]: r for r in read_rows(out)}
-    assert set(rows) == {"0", "2"} and rows["2"]["value"] == "nan"
+    assert derive(src, "low5", out) == (1, 0)       # "gone" has no run, "bad" failed
+    assert [r["seed"] for r in read_rows(out)] == ["0"]
     (tmp_path / "a" / "summary.json").unlink()      # the run directory is gone now
-    assert derive(src, "low5", out) == (1, 1)
-    assert float({r["seed"]: r for r in read_rows(out)}["0"]["value"]) == 0.61
+    assert derive(src, "low5", out) == (0, 1)
+    assert float(read_rows(out)[0]["value"]) == 0.61
 
 
-def test_wrong_round_is_a_status_not_a_number(tmp_path):
+def test_a_directory_holding_another_run_gives_no_number(tmp_path):
+    # the cell's directory was reused by a run at another T: its summary is not this row's
     fake_run(tmp_path / "a", low5=0.61, best_low5=0.7, rounds=5)
     src, out = tmp_path / "t.csv", tmp_path / "t_top5.csv"
     append_row(src, row(tmp_path, "a"))
-    derive(src, "top5", out)
-    (r,) = read_rows(out)
-    assert r["value"] == "nan" and r["status"].startswith("summary.json lacks round 10")
+    assert derive(src, "top5", out) == (0, 0) and read_rows(out) == []
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

@@ -140,8 +140,9 @@ def cells(rep: Reproduction, seeds=None, rounds: int | None = None, columns=None
           methods=None, overrides=None) -> list[Cell]:
     """The cells of ``rep``: every column and row, or those whose key / label is in
     ``columns`` / ``methods``.  ``overrides`` (``pflt run`` options) replace a cell's option
-    where the cell has it; an option that no row has as a hyper-parameter (a data option,
-    e.g. ``clients``) is added to every cell."""
+    where the cell has it or its algorithm accepts it (a hyper-parameter left at its default,
+    e.g. pFedMe's ``personal_lr``); an option that no row has as a hyper-parameter (a data
+    option, e.g. ``clients``) is added to every cell."""
     seeds = rep.seeds if seeds is None else tuple(seeds)
     hp_keys = {k for r in rep.rows for d in (r.hp, *r.column_hp.values()) for k in d}
     hp_keys |= {k for c in rep.columns for k in c.hp}
@@ -155,12 +156,21 @@ def cells(rep: Reproduction, seeds=None, rounds: int | None = None, columns=None
                     row.columns is not None and col.key not in row.columns):
                 continue
             has = {**col.options, **row.hp, **col.hp, **row.column_hp.get(col.key, {})}
+            accepts = _accepted(row.algorithm)
             over = tuple(sorted((k, v) for k, v in (overrides or {}).items()
-                                if k in has or k not in hp_keys))
+                                if k in has or k in accepts or k not in hp_keys))
             for s in seeds:
                 out.append(Cell(rep.name, row, col, int(s), int(t),
                                 min(rep.eval_every, int(t)), over, rep.metric))
     return out
+
+
+def _accepted(algorithm: str) -> set[str]:
+    """The hyper-parameter names ``algorithm`` accepts (an ``--option`` of one of them applies
+    to its cells even where the row leaves it at its default)."""
+    from algorithms.engine.base import hyperparameters, registry
+    cls = registry().get(algorithm)
+    return {f.name for f in hyperparameters(cls)} if cls is not None else set()
 
 
 def cost_seconds(rep: Reproduction, cell_list) -> float:

@@ -138,3 +138,16 @@ def test_options_text_names_the_replacements():
               overrides={"clients": "3", "size_range": ["20", "40"]})[0]
     assert c.options_text == "clients=3, size_range=20 40"
     assert cells(rep, seeds=[0])[0].options_text == ""
+
+
+def test_an_option_reaches_every_row_whose_algorithm_accepts_it():
+    """``--option personal_lr=0.1`` on CGPFL's Table 1: Ditto sets personal_lr itself, pFedMe
+    leaves it at its default — the option must reach both (it was dropped for pFedMe, so
+    its cells ran the baseline under an ablation's options), and never FedAvg (no such
+    hyper-parameter)."""
+    rep = get_reproduction("cgpfl_table1_fmnist")
+    got = {c.row.algorithm: dict(c.overrides) for c in
+           cells(rep, seeds=[0], columns=["fmnist_mlr"], overrides={"personal_lr": 0.1})}
+    assert got["pfedme"].get("personal_lr") == 0.1
+    assert got["ditto"].get("personal_lr") == 0.1
+    assert "personal_lr" not in got["fedavg"]

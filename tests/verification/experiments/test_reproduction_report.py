@@ -99,6 +99,8 @@ def test_shipped_markdown_is_derived_from_its_csv_only():
         return [ln for i, ln in enumerate(text.splitlines()) if i != 4]
 
     for csv_path in shipped:
+        if csv_path.stem.endswith(("_low5", "_top5")):
+            continue    # a transfer's companion metric (test_transfer_metrics.py covers them)
         rep = get_reproduction(csv_path.stem)
         md = csv_path.with_suffix(".md").read_text()
         assert measured(md) == measured(markdown(rep, read_rows(csv_path), claims=rep.claims,

@@ -40,3 +40,23 @@ def find_verify_results(out_dir: pathlib.Path,
         candidates.append(default)
     candidates = [p for p in candidates if accept(p)]
     return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
+def write_or_check_pages(root: pathlib.Path, pages: dict, command: str, *, check: bool) -> int:
+    """Write the generated ``pages`` (``{path relative to root: text}``), or with ``check``
+    list the ones whose file differs and return 1 (naming ``command``, which rewrites them)."""
+    import sys
+
+    stale = []
+    for page, text in pages.items():
+        path = root / page
+        if check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(str(page))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print(f"stale: {', '.join(stale)}: run {command}", file=sys.stderr)
+        return 1
+    return 0

@@ -33,6 +33,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from paper_figures._io import write_or_check_pages
 from paper_figures import leaderboard_table, readme_blocks
 from paper_figures.units import format_bytes
 
@@ -245,20 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a page differs from what the result files say")
     args = ap.parse_args(argv)
-    stale = []
-    for page, text in render(ROOT).items():
-        path = ROOT / page
-        if args.check:
-            if not path.is_file() or path.read_text() != text:
-                stale.append(str(page))
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    if stale:
-        print(f"stale: {', '.join(stale)}: run python -m paper_figures.docs_pages",
-              file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check_pages(ROOT, render(ROOT), "python -m paper_figures.docs_pages",
+                                check=args.check)
 
 
 if __name__ == "__main__":

@@ -185,7 +185,7 @@ def mu_bands(complexity: Any, relative_costs: Any) -> tuple[MuBand, ...]:
     return tuple(bands)
 
 
-def widest_band(bands) -> MuBand | None:
+def widest_band(bands: Any) -> MuBand | None:
     """The band of the rule ``mu="widest-band"``: among the bands bounded on both sides
     (0 < lo, hi < inf: neither K = 1's nor the last K's, whose bands are unbounded whatever
     the data), the widest in log μ; ``None`` if there is none.  Its geometric centre

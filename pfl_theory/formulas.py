@@ -226,6 +226,15 @@ FORMULAS: tuple[Formula, ...] = (
             "Spherical Gaussian mixture with one shared variance; scale-free, needs no μ; used "
             "only on the selection benchmark, never by CGPFL-Heur.",
             ("pfl_theory.cgpfl_selection.bic_curve",)),
+    Formula("A.9", "CGPFL-Heur's μ: the band of μ giving each K̂, and the widest-band rule",
+            CGPFL, "IJCAI eq. (11) / ICLR eq. (12) (\"an appropriate μ\", value unprinted)",
+            "DERIVED",
+            "e(K) is linear in μ, so each K̂ is chosen on an interval of μ (exact crossings); the "
+            "default μ is the geometric centre of the widest interval bounded on both sides "
+            "(the sharpest elbow of cost(K), read from the uploads only); the relative μ = "
+            "1/cost(1) can never choose K with c(√K − 1) ≥ 1.",
+            ("pfl_theory.cgpfl_selection.mu_bands", "pfl_theory.cgpfl_selection.widest_band",
+             "pfl_theory.cgpfl_selection.relative_cap")),
     Formula("A.6", "Smoothness L and strong convexity μ of the client losses", CGPFL,
             "Assumption 1 (CGPFL); A1(a)/(b) (pFedMe §B.2)", "DERIVED",
             "Exact extreme Hessian eigenvalues for quadratics; for ℓ2-regularised MLR, μ = ℓ2 "

@@ -34,7 +34,7 @@ def load_validated(name: str, root: str | Path, subset: str = "all"
     from synthetic import datasets
 
     entry = registry.entry(name)
-    base = _file_dir(entry, Path(root).expanduser())
+    base = _file_dir(entry, datasets._expand(root))
     for pinned in entry.files:
         path = find_file(base, pinned)
         if path is not None:

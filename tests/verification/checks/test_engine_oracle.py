@@ -24,7 +24,7 @@ def test_the_engine_equals_the_oracle_form(name):
 
 
 def _scaled_sgd(real, factor):
-    return lambda model, params, x, y, lr: real(model, params, x, y, lr * factor)
+    return lambda model, params, x, y, lr, **k: real(model, params, x, y, lr * factor, **k)
 
 
 def _scaled_prox(real, factor):
